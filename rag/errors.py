@@ -1,0 +1,97 @@
+"""Typed errors. Each message says what happened and what the user can do about it."""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base class for problems a user can fix. ``str(err)`` is shown to the user as-is."""
+
+    fix: str = ""
+
+    def __init__(self, message: str, fix: str | None = None) -> None:
+        self.fix = fix if fix is not None else self.fix
+        super().__init__(f"{message} {self.fix}".strip())
+        self.message = message
+
+
+class ConfigError(RagError):
+    """A setting is invalid or contradicts another."""
+
+    fix = "Check the RAG_* environment variables (see README, 'Settings')."
+
+
+class UnsupportedFileType(RagError):
+    fix = "Upload one of: PDF, DOCX, PPTX, HTML, Markdown, TXT, CSV."
+
+
+class ParseError(RagError):
+    """The file could not be read as the type its name claims."""
+
+    fix = "Check that the file opens in its usual program, re-export it, and upload again."
+
+
+class EmptyDocument(RagError):
+    fix = "The file has no extractable text. For scanned PDFs, run OCR first and upload the result."
+
+
+class LimitExceeded(RagError):
+    """A configured cap (file size, pages, chunks, query length, time) was hit."""
+
+    fix = "Split the input into smaller parts, or raise the limit in settings if you trust it."
+
+
+class UnsafeInput(RagError):
+    """Input that looks hostile: path traversal, decompression bombs and the like."""
+
+    fix = "Rename or re-create the file and upload it again."
+
+
+class EmbeddingModelMismatch(RagError):
+    """The index was built with a different embedding model or dimension than is configured now."""
+
+    def __init__(self, kb: str, index_model: str, index_dim: int, cfg_model: str, cfg_dim: int) -> None:
+        self.index_model, self.index_dim = index_model, index_dim
+        self.cfg_model, self.cfg_dim = cfg_model, cfg_dim
+        super().__init__(
+            f"Knowledge base '{kb}' was indexed with embedding model '{index_model}' "
+            f"({index_dim}-d), but the configured embedder is '{cfg_model}' ({cfg_dim}-d).",
+            fix=(
+                f"Either set RAG_EMBED_MODEL back to '{index_model}', or re-index: "
+                f"`python -m rag reindex --kb {kb}` (re-embeds every document with the new model)."
+            ),
+        )
+
+
+class ModelUnavailable(RagError):
+    fix = "Give a local path to the model, or run on a machine that can reach the model hub."
+
+
+class StoreUnavailable(RagError):
+    """The vector store (e.g. a Chroma server) cannot be reached."""
+
+    fix = (
+        "Start the Chroma server (`chroma run --host HOST --port PORT --path DIR`) or unset "
+        "RAG_CHROMA_HOST to use the embedded store."
+    )
+
+
+class KnowledgeBaseNotFound(RagError):
+    fix = "Create it by ingesting a document: `python -m rag ingest FILE --kb NAME`."
+
+
+class DocumentNotFound(RagError):
+    fix = "List the documents with `python -m rag docs --kb NAME` and use one of those ids."
+
+
+class InvalidQuery(RagError):
+    fix = "Type a question of a few words."
+
+
+class GoldSetError(RagError):
+    """A gold-set file is malformed. The message names the line."""
+
+    fix = "Fix the named line (see docs/GOLDSETS.md for the format) and load it again."
+
+
+class LLMError(RagError):
+    fix = "Check the LLM settings (RAG_LLM, RAG_LLM_BASE_URL, RAG_LLM_MODEL) or use RAG_LLM=none."

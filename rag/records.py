@@ -1,0 +1,124 @@
+"""Provenance records shared by ingestion, stores, retrieval and answers.
+
+A parser turns a file into a ``ParsedDocument``: one normalized text plus the page
+and heading spans inside it (character offsets into ``text``). The chunker cuts it
+into ``ChunkSpan``s; the ingest pipeline stamps them with document id and revision
+to make ``ChunkRecord``s, whose id is ``doc:rev:page:idx``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PageSpan:
+    """Page ``page`` (1-based) covers ``text[start:end]``."""
+
+    page: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading of ``level`` (1 = top) whose title occupies ``text[start:end]``."""
+
+    level: int
+    title: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    text: str
+    pages: tuple[PageSpan, ...]
+    headings: tuple[Heading, ...]
+    parser: str
+    parser_version: str
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """A chunk before it belongs to a revision: ``text == parsed.text[start:end]``."""
+
+    page: int
+    idx: int
+    start: int
+    end: int
+    heading_path: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    id: str
+    doc_id: str
+    revision: int
+    page: int
+    idx: int
+    char_start: int
+    char_end: int
+    heading_path: tuple[str, ...]
+    text: str
+    doc_name: str = ""
+
+    @staticmethod
+    def make_id(doc_id: str, revision: int, page: int, idx: int) -> str:
+        return f"{doc_id}:{revision}:{page}:{idx}"
+
+    def metadata(self) -> dict[str, Any]:
+        """Flat metadata for Chroma (scalars only)."""
+        return {
+            "doc_id": self.doc_id,
+            "revision": self.revision,
+            "page": self.page,
+            "idx": self.idx,
+            "char_start": self.char_start,
+            "char_end": self.char_end,
+            "heading_path": " > ".join(self.heading_path),
+            "doc_name": self.doc_name,
+        }
+
+    @classmethod
+    def from_metadata(cls, chunk_id: str, text: str, meta: dict[str, Any]) -> ChunkRecord:
+        hp = meta.get("heading_path") or ""
+        return cls(
+            id=chunk_id,
+            doc_id=str(meta["doc_id"]),
+            revision=int(meta["revision"]),
+            page=int(meta["page"]),
+            idx=int(meta["idx"]),
+            char_start=int(meta["char_start"]),
+            char_end=int(meta["char_end"]),
+            heading_path=tuple(hp.split(" > ")) if hp else (),
+            text=text,
+            doc_name=str(meta.get("doc_name", "")),
+        )
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    id: str
+    kb: str
+    name: str
+    content_hash: str
+    revision: int
+    parser: str
+    parser_version: str
+    size_bytes: int
+    pages: int
+    chunks: int
+    created_at: str
+    embed_model: str
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    doc_date: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

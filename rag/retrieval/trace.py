@@ -1,0 +1,153 @@
+"""The retrieval trace: one row per candidate ever seen, with every stage's rank and score.
+
+Nothing here overwrites an upstream score: each stage writes its own fields
+(``dense_*``, ``sparse_*``, ``fused_*``, ``rerank_*``) beside the others.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+
+class Dropped(str, Enum):
+    """Why a candidate is not in the final evidence."""
+
+    RECALL_CUT = "recall_cut"  # below recall_k in every retriever (only seen on a wider retry)
+    FUSION_CUT = "fusion_cut"  # fused rank beyond what the reranker looks at
+    RERANK_CUT = "rerank_cut"  # reranked below top_n
+    THRESHOLD = "threshold"  # rerank score under the threshold
+    DEDUPE = "dedupe"  # same chunk (or same text) already in the evidence
+    BUDGET = "budget"  # evidence character budget exhausted
+    FILTER = "filter"  # excluded by a document/tag/date filter
+
+
+class FallbackAction(str, Enum):
+    ANSWER = "answer"  # evidence is strong enough
+    RETRY_WIDER = "retry_wider"
+    CLARIFY = "clarify"
+    REJECT = "reject"
+
+
+@dataclass
+class ModelLabel:
+    """Which model produced a score, and whether it is a stand-in for what was configured."""
+
+    backend: str
+    model: str
+    stand_in: bool = False
+    note: str = ""
+
+    def __str__(self) -> str:
+        s = f"{self.backend}:{self.model}"
+        return f"{s} (stand-in: {self.note})" if self.stand_in else s
+
+
+@dataclass
+class Candidate:
+    chunk_id: str
+    doc_id: str
+    doc_name: str
+    page: int
+    heading_path: tuple[str, ...]
+    text: str
+    char_start: int
+    char_end: int
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    sparse_rank: int | None = None
+    sparse_score: float | None = None
+    fused_rank: int | None = None
+    fused_score: float | None = None
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
+    final_rank: int | None = None
+    dropped_by: Dropped | None = None
+    found_by: list[int] = field(default_factory=list)  # indexes into Trace.queries
+    expanded_from: str | None = None  # set for neighbour chunks added during expansion
+
+    @property
+    def kept(self) -> bool:
+        return self.final_rank is not None
+
+
+@dataclass
+class QueryRun:
+    """One query sent to the retrievers (the original, a rewrite, or a HyDE passage)."""
+
+    text: str
+    kind: str  # original | rewrite | hyde | wider
+    reason: str = ""
+    dense_ids: list[str] = field(default_factory=list)
+    sparse_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FallbackDecision:
+    action: FallbackAction
+    reason: str
+    best_score: float | None
+    threshold: float
+    judged_by: str = "rules"  # rules | llm
+    message: str = ""  # the clarifying question or refusal text shown to the user
+
+    @property
+    def margin(self) -> float | None:
+        return None if self.best_score is None else self.best_score - self.threshold
+
+
+@dataclass
+class Trace:
+    question: str
+    kb: str
+    config_fingerprint: str
+    index_revision: int
+    embedder: ModelLabel
+    reranker: ModelLabel
+    settings: dict[str, Any] = field(default_factory=dict)
+    queries: list[QueryRun] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    fallback: FallbackDecision | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 1  # 2 when retry_wider ran
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def evidence(self) -> list[Candidate]:
+        """Kept candidates in final order."""
+        return sorted((c for c in self.candidates if c.kept), key=lambda c: c.final_rank or 0)
+
+    def by_id(self) -> dict[str, Candidate]:
+        return {c.chunk_id: c for c in self.candidates}
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), default=_enum_value, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, blob: str) -> Trace:
+        d = json.loads(blob)
+        d["embedder"] = ModelLabel(**d["embedder"])
+        d["reranker"] = ModelLabel(**d["reranker"])
+        d["queries"] = [QueryRun(**q) for q in d["queries"]]
+        cands = []
+        for c in d["candidates"]:
+            c["heading_path"] = tuple(c["heading_path"])
+            c["dropped_by"] = Dropped(c["dropped_by"]) if c["dropped_by"] else None
+            cands.append(Candidate(**c))
+        d["candidates"] = cands
+        if d.get("fallback"):
+            fb = d["fallback"]
+            fb["action"] = FallbackAction(fb["action"])
+            d["fallback"] = FallbackDecision(**fb)
+        return cls(**d)
+
+
+def _enum_value(obj: Any) -> Any:
+    if isinstance(obj, Enum):
+        return obj.value
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
