@@ -84,7 +84,9 @@ class Settings:
 
     def validated(self) -> Settings:
         if self.chunk_overlap >= self.chunk_size:
-            raise ConfigError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size}).")
+            raise ConfigError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})."
+            )
         for name in ("recall_k", "top_n", "rrf_k", "chunk_size", "embed_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")

@@ -95,3 +95,15 @@ class GoldSetError(RagError):
 
 class LLMError(RagError):
     fix = "Check the LLM settings (RAG_LLM, RAG_LLM_BASE_URL, RAG_LLM_MODEL) or use RAG_LLM=none."
+
+
+class DatasetError(RagError):
+    """A benchmark dataset folder (BEIR layout) is missing files or has a malformed line."""
+
+    fix = "Point to a BEIR folder holding corpus.jsonl, queries.jsonl and qrels/<split>.tsv (see docs/GOLDSETS.md)."
+
+
+class LLMOutputError(LLMError):
+    """The LLM answered, but not in the shape asked for (e.g. no valid JSON with the needed keys)."""
+
+    fix = "The caller falls back to rules; a larger or instruction-tuned model answers in shape more often."

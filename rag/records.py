@@ -122,3 +122,11 @@ class DocumentRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retriever result: the chunk and that retriever's own score (higher is better)."""
+
+    chunk: ChunkRecord
+    score: float

@@ -1,0 +1,58 @@
+"""Answers with verified citations: generators, validation (fail-closed), spans, streaming.
+
+Entry points: ``answer_question`` (an ``Answer``) and ``stream_answer`` (``AnswerEvent``s).
+``complete_json`` is the LLM hook for query rewrite and fallback judgement.
+"""
+
+from rag.answer.base import GENERATORS, DraftRequest, Generator, make_generator
+from rag.answer.citations import CitationValidator, parse_citations, strip_citations
+from rag.answer.llm import build_llm, bundled_gguf, complete_json, llm_label
+from rag.answer.loop import MAX_CORRECTIONS, answer_question, stream_answer
+from rag.answer.result import (
+    REFUSAL_TEXT,
+    Answer,
+    AnswerEvent,
+    AnswerSentence,
+    Citation,
+    DraftRejection,
+    EventKind,
+    Issue,
+    IssueCode,
+    SentenceKind,
+)
+from rag.answer.scripted import ScriptedLLM
+from rag.answer.spans import render_markdown
+from rag.answer.support import Embed, EvidenceIndex, SupportScore, score_support
+
+__all__ = [
+    "GENERATORS",
+    "MAX_CORRECTIONS",
+    "REFUSAL_TEXT",
+    "Answer",
+    "AnswerEvent",
+    "AnswerSentence",
+    "Citation",
+    "CitationValidator",
+    "DraftRejection",
+    "DraftRequest",
+    "Embed",
+    "EventKind",
+    "EvidenceIndex",
+    "Generator",
+    "Issue",
+    "IssueCode",
+    "ScriptedLLM",
+    "SentenceKind",
+    "SupportScore",
+    "answer_question",
+    "build_llm",
+    "bundled_gguf",
+    "complete_json",
+    "llm_label",
+    "make_generator",
+    "parse_citations",
+    "render_markdown",
+    "score_support",
+    "stream_answer",
+    "strip_citations",
+]

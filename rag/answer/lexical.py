@@ -1,0 +1,112 @@
+"""Lexical evidence: content tokens, numbers, negation and normalized text for quote checks.
+
+English text gives lowercased, lightly stemmed words without stopwords; Chinese text gives
+character bigrams (a run of one character stays a unigram). Numbers are compared as
+normalized strings, including number words ("seven" == "7", "七" == "7").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from as into about over under is are
+    was were be been being am do does did have has had having i you he she it we they me him
+    her us them my your his its our their this that these those there here what which who whom
+    whose when where why how can could may might must shall should will would also only just
+    than then so such very any all each some more most other s t""".split()
+)
+_NEGATIONS = frozenset("not no never cannot can't won't don't doesn't isn't aren't none neither nor".split())
+_CJK_NEGATIONS = ("不能", "不得", "不可", "不会", "不是", "不予", "不允许", "没有", "未经", "无法")
+_SMALL_NUMBERS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+).split()
+# "one" is left out: it is far more often a pronoun ("one of the ...") than a quantity.
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_SMALL_NUMBERS) if w != "one"}
+_NUMBER_WORDS.update(
+    {w: str(10 * (i + 3)) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split())}
+)
+_NUMBER_WORDS.update({"hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"})
+_CJK_DIGITS = {c: str(i) for i, c in enumerate("零一二三四五六七八九")} | {
+    "两": "2",
+    "十": "10",
+    "百": "100",
+    "千": "1000",
+    "万": "10000",
+}
+
+_WORD_RE = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
+_CJK_RUN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_CJK_NUMBER_RE = re.compile(r"[零一二两三四五六七八九十百千万]+(?=[天日月年个名人次岁小时分秒周号元倍项条页家位种%％])")
+
+
+def normalize(text: str) -> str:
+    """Casefold, NFKC, drop punctuation and symbols, collapse whitespace (for quote matching)."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    kept = [" " if unicodedata.category(ch)[0] in "PSZC" else ch for ch in text]
+    return " ".join("".join(kept).split())
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def content_tokens(text: str) -> set[str]:
+    """Content words (English) and character bigrams (CJK) of ``text``."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    tokens = {_stem(w) for w in _WORD_RE.findall(text) if w not in _STOPWORDS}
+    for run in _CJK_RUN_RE.findall(text):
+        if len(run) == 1:
+            tokens.add(run)
+        tokens.update(run[i : i + 2] for i in range(len(run) - 1))
+    return tokens
+
+
+def coverage(claim_tokens: set[str], span_text: str, span_tokens: set[str]) -> float:
+    """Share of the claim's tokens found in the span (CJK tokens by substring)."""
+    if not claim_tokens:
+        return 0.0
+    found = sum(1 for t in claim_tokens if t in span_tokens or (_CJK_RUN_RE.match(t) and t in span_text))
+    return found / len(claim_tokens)
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers in ``text`` as normalized strings: digits, English number words, CJK numerals."""
+    text = unicodedata.normalize("NFKC", text)
+    found = {_norm_number(m.group()) for m in _NUMBER_RE.finditer(text)}
+    found.update(_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in _NUMBER_WORDS)
+    for run in _CJK_NUMBER_RE.findall(text):
+        found.add(_cjk_number(run))
+    return found
+
+
+def _norm_number(raw: str) -> str:
+    raw = raw.replace(",", "")
+    if "." in raw:
+        raw = raw.rstrip("0").rstrip(".")
+    return raw.lstrip("0") or "0"
+
+
+def _cjk_number(run: str) -> str:
+    """Value of a simple CJK numeral such as 七, 十五, 三十, 两百 (digit-by-digit otherwise)."""
+    total, current = 0, 0
+    for ch in run:
+        value = int(_CJK_DIGITS[ch])
+        if value >= 10:
+            total += max(current, 1) * value
+            current = 0
+        else:
+            current = current * 10 + value if current and run.count("十") == 0 else value
+    return str(total + current)
+
+
+def has_negation(text: str) -> bool:
+    words = set(re.findall(r"[a-z]+(?:['’][a-z]+)?", text.lower().replace("’", "'")))
+    return bool(words & _NEGATIONS) or any(n in text for n in _CJK_NEGATIONS)

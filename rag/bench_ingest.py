@@ -1,0 +1,102 @@
+"""`python -m rag bench ingest PATH`: ingest throughput against the raw encoder and plain LlamaIndex.
+
+Three timings over the same texts, in one process and run:
+1. Ragscope ingest (parse, hash, chunk, embed, Chroma, catalog, BM25) into a fresh data dir;
+2. the raw encoder alone on exactly the chunk texts step 1 produced;
+3. a plain LlamaIndex ``VectorStoreIndex`` build over the same documents into Chroma.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from rag.config import Settings
+from rag.ingest.pipeline import UploadItem
+
+
+def load_items(path: Path, limit: int = 0) -> list[UploadItem]:
+    """A BEIR corpus.jsonl (each record becomes a Markdown document) or a folder of files."""
+    items: list[UploadItem] = []
+    if path.is_file() and path.suffix == ".jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                body = (
+                    f"# {rec.get('title', '').strip()}\n\n{rec.get('text', '')}"
+                    if rec.get("title")
+                    else rec.get("text", "")
+                )
+                items.append(UploadItem(f"{rec['_id']}.md", body.encode("utf-8")))
+                if limit and len(items) >= limit:
+                    break
+    else:
+        files = sorted(q for q in path.rglob("*") if q.is_file())
+        items = [UploadItem(q.name, q.read_bytes()) for q in files[: limit or None]]
+    return items
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run(path: Path, limit: int = 0) -> dict[str, float]:
+    from rag.kb import KnowledgeBase
+    from rag.models import load_embedder
+
+    items = load_items(path, limit)
+    home = Path(tempfile.mkdtemp(prefix="rag-bench-"))
+    settings = Settings.from_env(home=home, chroma_host="")
+    embedder = load_embedder(settings)
+    embedder.embed_texts(["warm up"])
+    kb = KnowledgeBase("bench", settings, embedder)
+    t0 = time.perf_counter()
+    results = kb.ingest(items)
+    t_ingest = time.perf_counter() - t0
+    rss_ingest = _peak_rss_mb()
+    texts = [c.text for d in kb.documents() for c in kb.chunks(d.id)]
+    t0 = time.perf_counter()
+    embedder.embed_texts(texts, batch_size=settings.embed_batch_size)
+    t_raw = time.perf_counter() - t0
+    t_li = _plain_llamaindex(items, embedder, home)
+    n_docs = sum(r.ok for r in results)
+    return {
+        "documents": n_docs,
+        "chunks": len(texts),
+        "ingest_s": t_ingest,
+        "docs_per_s": n_docs / t_ingest,
+        "chunks_per_s": len(texts) / t_ingest,
+        "raw_encoder_chunks_per_s": len(texts) / t_raw,
+        "ratio_to_raw": t_raw / t_ingest,
+        "llamaindex_s": t_li,
+        "llamaindex_docs_per_s": len(items) / t_li,
+        "peak_rss_mb_after_ingest": rss_ingest,
+    }
+
+
+def _plain_llamaindex(items: list[UploadItem], embedder, home: Path) -> float:
+    import chromadb
+    from llama_index.core import Document, StorageContext, VectorStoreIndex
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    docs = [Document(text=it.data.decode("utf-8", errors="replace"), metadata={"name": it.name}) for it in items]
+    client = chromadb.PersistentClient(path=str(home / "plain-llamaindex"))
+    store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("plain"))
+    t0 = time.perf_counter()
+    VectorStoreIndex.from_documents(
+        docs, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embedder.li_model
+    )
+    return time.perf_counter() - t0
+
+
+def main(args) -> int:
+    figures = run(Path(args.path), args.limit)
+    print(f"ingest benchmark: {args.path}" + (f" (first {args.limit})" if args.limit else ""))
+    for key, value in figures.items():
+        print(f"  {key:28} {value:12.3f}" if isinstance(value, float) else f"  {key:28} {value:12d}")
+    ok = figures["ratio_to_raw"] >= 0.95 and figures["ingest_s"] <= figures["llamaindex_s"]
+    print(f"  goals (ratio >= 0.95, not slower than plain LlamaIndex): {'met' if ok else 'NOT met'}")
+    return 0

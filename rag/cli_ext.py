@@ -1,0 +1,18 @@
+"""Subcommands that belong to later stages (ask, eval, bench); each imports its feature lazily."""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    s = sub.add_parser("bench", help="benchmarks that print figures")
+    bsub = s.add_subparsers(dest="bench", required=True)
+    b = bsub.add_parser("ingest", help="ingest throughput vs the raw encoder and a plain LlamaIndex build")
+    b.add_argument("path", help="a folder of documents or a BEIR corpus.jsonl")
+    b.add_argument("--limit", type=int, default=0, help="only the first N documents")
+    b.set_defaults(func=_bench_ingest)
+
+
+def _bench_ingest(args) -> int:
+    from rag.bench_ingest import main
+
+    return main(args)

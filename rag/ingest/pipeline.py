@@ -1,0 +1,203 @@
+"""Ingest: file -> parse -> chunk -> embed -> write revision -> publish atomically -> drop old.
+
+Files in one batch are embedded together (big batches keep the encoder busy) and
+published in one catalog transaction; each file fails or succeeds on its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rag.errors import LimitExceeded, RagError
+from rag.ingest.chunking import chunk_document
+from rag.ingest.parsers import parse_file
+from rag.ingest.safety import check_upload, safe_name
+from rag.records import ChunkRecord, ParsedDocument
+from rag.store.catalog import now
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, str, float], None]  # (file name, stage, fraction of that stage done)
+
+
+@dataclass
+class UploadItem:
+    name: str
+    data: bytes
+    tags: tuple[str, ...] = ()
+    doc_date: str = ""
+
+
+@dataclass
+class IngestResult:
+    name: str
+    status: str  # added | updated | unchanged | failed
+    doc_id: str = ""
+    revision: int = 0
+    pages: int = 0
+    chunks: int = 0
+    error: str = ""
+    error_type: str = ""
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "failed"
+
+
+@dataclass
+class _Prepared:
+    item: UploadItem
+    result: IngestResult
+    content_hash: str
+    parsed: ParsedDocument
+    chunks: list[ChunkRecord]
+    previous: int | None  # active revision being replaced
+
+
+def doc_id_for(name: str) -> str:
+    return hashlib.sha1(name.encode("utf-8")).hexdigest()[:12]
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def prepare(kb, item: UploadItem, progress: Progress) -> _Prepared | IngestResult:
+    """Validate, parse and chunk one file. Returns an IngestResult when there is nothing to write."""
+    t0 = time.perf_counter()
+    try:
+        item.name = safe_name(item.name)
+        check_upload(item.name, item.data, kb.settings.max_file_mb)
+    except RagError as exc:
+        return IngestResult(item.name, "failed", error=str(exc), error_type=type(exc).__name__)
+    doc_id, digest = doc_id_for(item.name), content_hash(item.data)
+    existing = kb.catalog.find_document(kb.name, item.name)
+    previous = existing["active_revision"] if existing else None
+    if previous is not None and kb.active_hash(doc_id) == digest:
+        return IngestResult(item.name, "unchanged", doc_id=doc_id, revision=previous)
+    try:
+        progress(item.name, "parse", 0.0)
+        parsed = parse_file(item.name, item.data, max_pages=kb.settings.max_pages)
+        progress(item.name, "chunk", 0.0)
+        spans = chunk_document(
+            parsed,
+            chunk_size=kb.settings.chunk_size,
+            overlap=kb.settings.chunk_overlap,
+            max_tokens=kb.embedder.max_tokens,
+            token_len=kb.embedder.token_len,
+        )
+        if len(spans) > kb.settings.max_chunks_per_doc:
+            raise LimitExceeded(
+                f"'{item.name}' would make {len(spans)} chunks; the limit is {kb.settings.max_chunks_per_doc}."
+            )
+    except RagError as exc:
+        return IngestResult(item.name, "failed", doc_id=doc_id, error=str(exc), error_type=type(exc).__name__)
+    revision = kb.next_revision(doc_id)
+    chunks = [
+        ChunkRecord(
+            ChunkRecord.make_id(doc_id, revision, s.page, s.idx),
+            doc_id,
+            revision,
+            s.page,
+            s.idx,
+            s.start,
+            s.end,
+            s.heading_path,
+            s.text,
+            item.name,
+        )
+        for s in spans
+    ]
+    status = "updated" if previous is not None else "added"
+    result = IngestResult(item.name, status, doc_id, revision, parsed.page_count, len(chunks))
+    result.timings_ms["parse_chunk"] = (time.perf_counter() - t0) * 1000
+    return _Prepared(item, result, digest, parsed, chunks, previous)
+
+
+def register_writing(kb, preps: list[_Prepared]) -> str:
+    """Record the new revisions as 'writing' (invisible to queries) and open the job."""
+    job_id = kb.catalog.start_job(kb.name, "ingest", json.dumps([p.item.name for p in preps]))
+    with kb.catalog.tx() as db:
+        for p in preps:
+            db.execute(
+                "INSERT OR IGNORE INTO documents (kb,id,name,tags,doc_date,active_revision,created_at) VALUES (?,?,?,?,?,NULL,?)",
+                (kb.name, p.result.doc_id, p.item.name, json.dumps(list(p.item.tags)), p.item.doc_date, now()),
+            )
+            db.execute(
+                "INSERT INTO revisions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    kb.name,
+                    p.result.doc_id,
+                    p.result.revision,
+                    p.content_hash,
+                    p.parsed.parser,
+                    p.parsed.parser_version,
+                    len(p.item.data),
+                    p.parsed.page_count,
+                    len(p.chunks),
+                    kb.embedder.model_id,
+                    "writing",
+                    p.parsed.text,
+                    json.dumps([[s.page, s.start, s.end] for s in p.parsed.pages]),
+                    now(),
+                ),
+            )
+    return job_id
+
+
+def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
+    """Embed every chunk of the batch in large batches and add them to the vector store."""
+    chunks = [c for p in preps for c in p.chunks]
+    owner = {c.id: p.item.name for p in preps for c in p.chunks}
+    step = max(kb.settings.embed_batch_size * 8, 256)
+    for i in range(0, len(chunks), step):
+        part = chunks[i : i + step]
+        vecs = kb.embedder.embed_texts([c.text for c in part], batch_size=kb.settings.embed_batch_size)
+        kb.vectors.add(part, vecs)
+        done = min(i + step, len(chunks)) / max(len(chunks), 1)
+        for name in {owner[c.id] for c in part}:
+            progress(name, "embed", done)
+
+
+def publish(kb, preps: list[_Prepared], job_id: str) -> None:
+    """Switch every prepared document to its new revision in one transaction."""
+    with kb.catalog.tx() as db:
+        for p in preps:
+            db.executemany(
+                "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        kb.name,
+                        c.id,
+                        c.doc_id,
+                        c.revision,
+                        c.page,
+                        c.idx,
+                        c.char_start,
+                        c.char_end,
+                        " > ".join(c.heading_path),
+                    )
+                    for c in p.chunks
+                ],
+            )
+            if p.previous is not None:
+                db.execute(
+                    "UPDATE revisions SET state='retired' WHERE kb=? AND doc_id=? AND revision=?",
+                    (kb.name, p.result.doc_id, p.previous),
+                )
+            db.execute(
+                "UPDATE revisions SET state='active' WHERE kb=? AND doc_id=? AND revision=?",
+                (kb.name, p.result.doc_id, p.result.revision),
+            )
+            db.execute(
+                "UPDATE documents SET active_revision=?, tags=?, doc_date=? WHERE kb=? AND id=?",
+                (p.result.revision, json.dumps(list(p.item.tags)), p.item.doc_date, kb.name, p.result.doc_id),
+            )
+        db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (kb.name,))
+        kb.catalog.finish_job(job_id, db=db)

@@ -1,0 +1,311 @@
+"""A knowledge base: one Chroma collection, one BM25 index, its rows in the catalog.
+
+``KnowledgeBase`` is what ingestion, retrieval, the CLI and the pages talk to.
+Writes are serialized per knowledge base (a thread lock plus a file lock across
+processes); reads never block on writes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import re
+import threading
+from collections import OrderedDict
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from rag.config import Settings
+from rag.errors import DocumentNotFound, EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError
+from rag.ingest import pipeline
+from rag.ingest.pipeline import IngestResult, Progress, UploadItem
+from rag.models import Embedder, load_embedder
+from rag.records import ChunkRecord, DocumentRecord, Hit
+from rag.store.bm25 import BM25Index
+from rag.store.catalog import Catalog, chunk_from_row
+from rag.store.vectors import VectorStore
+
+log = logging.getLogger(__name__)
+KB_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+_write_locks: dict[str, threading.Lock] = {}
+_catalogs: dict[Path, Catalog] = {}
+
+
+def _noop(name: str, stage: str, fraction: float) -> None:
+    return None
+
+
+def catalog_for(settings: Settings) -> Catalog:
+    path = (settings.home / "catalog.sqlite").resolve()
+    if path not in _catalogs:
+        _catalogs[path] = Catalog(path)
+    return _catalogs[path]
+
+
+def validate_kb_name(name: str) -> str:
+    if not KB_NAME.match(name or ""):
+        raise RagError(
+            f"'{name}' is not a valid knowledge base name.",
+            fix="Use 1-48 lower-case letters, digits, '-' or '_', starting with a letter or digit.",
+        )
+    return name
+
+
+class KnowledgeBase:
+    def __init__(self, name: str, settings: Settings, embedder: Embedder | None = None, create: bool = True) -> None:
+        self.name = validate_kb_name(name)
+        self.settings = settings
+        self.catalog = catalog_for(settings)
+        if self.catalog.kb(name) is None and not create:
+            raise KnowledgeBaseNotFound(f"There is no knowledge base named '{name}'.")
+        self.embedder = embedder or load_embedder(settings)
+        self.vectors = VectorStore(settings, name)
+        self._bm25: BM25Index | None = None
+        self._bm25_lock = threading.Lock()
+        self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self.catalog.create_kb(
+            name, self.embedder.model_id, self.embedder.dim, settings.chunk_size, settings.chunk_overlap
+        )
+        self.recover()
+
+    # -- identity and guards ---------------------------------------------------
+    @property
+    def index_revision(self) -> int:
+        return self.catalog.index_version(self.name)
+
+    def check_model(self) -> None:
+        """Raise EmbeddingModelMismatch when the index was built with another embedder."""
+        row = self.catalog.kb(self.name)
+        if row and (row["embed_model"], row["embed_dim"]) != (self.embedder.model_id, self.embedder.dim):
+            if self.catalog.documents(self.name):
+                raise EmbeddingModelMismatch(
+                    self.name, row["embed_model"], row["embed_dim"], self.embedder.model_id, self.embedder.dim
+                )
+            self.catalog.set_kb_model(self.name, self.embedder.model_id, self.embedder.dim)
+
+    @contextmanager
+    def write_lock(self):
+        lock = _write_locks.setdefault(self.name, threading.Lock())
+        path = self.settings.home / "locks" / f"{self.name}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with lock, open(path, "w") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def recover(self) -> None:
+        """Finish what a crash left: fail 'writing' revisions, drop their and retired vectors."""
+        stale = self.catalog.q(
+            "SELECT doc_id, revision, state FROM revisions WHERE kb=? AND state IN ('writing','retired')", self.name
+        )
+        if not stale and not self.catalog.q("SELECT 1 FROM jobs WHERE kb=? AND status='running'", self.name):
+            return
+        with self.write_lock():
+            self._drop_inactive()
+            with self.catalog.tx() as db:
+                db.execute(
+                    "UPDATE jobs SET status='failed', error='interrupted (process ended during the job)' "
+                    "WHERE kb=? AND status='running'",
+                    (self.name,),
+                )
+
+    def _drop_inactive(self) -> None:
+        rows = self.catalog.q(
+            "SELECT doc_id, revision, state FROM revisions WHERE kb=? AND state IN ('writing','retired')", self.name
+        )
+        for r in rows:
+            self.vectors.delete_revision(r["doc_id"], r["revision"])
+            with self.catalog.tx() as db:
+                db.execute(
+                    "DELETE FROM chunks WHERE kb=? AND doc_id=? AND revision=?", (self.name, r["doc_id"], r["revision"])
+                )
+                new_state = "failed" if r["state"] == "writing" else "dropped"
+                db.execute(
+                    "UPDATE revisions SET state=?, text=NULL WHERE kb=? AND doc_id=? AND revision=?",
+                    (new_state, self.name, r["doc_id"], r["revision"]),
+                )
+                db.execute(
+                    "DELETE FROM documents WHERE kb=? AND id=? AND active_revision IS NULL", (self.name, r["doc_id"])
+                )
+
+    # -- writes -----------------------------------------------------------------
+    def ingest(self, items: list[UploadItem], progress: Progress = _noop) -> list[IngestResult]:
+        """Ingest a batch; each file succeeds or fails on its own, failures leave nothing behind."""
+        self.check_model()
+        with self.write_lock():
+            prepared, results = [], []
+            for item in items:
+                out = pipeline.prepare(self, item, progress)
+                (results if isinstance(out, IngestResult) else prepared).append(out)
+            if prepared:
+                job_id = pipeline.register_writing(self, prepared)
+                try:
+                    pipeline.embed_and_write(self, prepared, progress)
+                    pipeline.publish(self, prepared, job_id)
+                except BaseException as exc:
+                    self._drop_inactive()
+                    self.catalog.finish_job(job_id, error=f"{type(exc).__name__}: {exc}")
+                    raise
+                self._drop_inactive()
+                self.refresh_bm25()
+                for p in prepared:
+                    progress(p.item.name, "done", 1.0)
+            results += [p.result for p in prepared]
+        order = {it.name: i for i, it in enumerate(items)}
+        return sorted(results, key=lambda r: order.get(r.name, len(order)))
+
+    def ingest_file(
+        self, name: str, data: bytes, tags=(), doc_date: str = "", progress: Progress = _noop
+    ) -> IngestResult:
+        return self.ingest([UploadItem(name, data, tuple(tags), doc_date)], progress)[0]
+
+    def delete(self, doc: str) -> DocumentRecord:
+        """Remove a document (by id or name) from Chroma, BM25 and the catalog."""
+        record = self.document(doc)
+        with self.write_lock():
+            with self.catalog.tx() as db:
+                db.execute(
+                    "UPDATE revisions SET state='retired' WHERE kb=? AND doc_id=? AND state='active'",
+                    (self.name, record.id),
+                )
+                db.execute("UPDATE documents SET active_revision=NULL WHERE kb=? AND id=?", (self.name, record.id))
+                db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (self.name,))
+            self._drop_inactive()
+            self.vectors.delete_document(record.id)
+            self.refresh_bm25()
+        return record
+
+    # -- documents and chunks ----------------------------------------------------
+    def documents(self) -> list[DocumentRecord]:
+        return self.catalog.documents(self.name)
+
+    def document(self, doc: str) -> DocumentRecord:
+        for d in self.documents():
+            if doc in (d.id, d.name):
+                return d
+        raise DocumentNotFound(f"No document '{doc}' in knowledge base '{self.name}'.")
+
+    def active_hash(self, doc_id: str) -> str | None:
+        rows = self.catalog.q(
+            "SELECT r.content_hash FROM revisions r JOIN documents d ON d.kb=r.kb AND d.id=r.doc_id "
+            "AND d.active_revision=r.revision WHERE r.kb=? AND r.doc_id=?",
+            self.name,
+            doc_id,
+        )
+        return rows[0][0] if rows else None
+
+    def next_revision(self, doc_id: str) -> int:
+        rows = self.catalog.q("SELECT MAX(revision) FROM revisions WHERE kb=? AND doc_id=?", self.name, doc_id)
+        return int(rows[0][0] or 0) + 1
+
+    def document_text(self, doc_id: str, revision: int | None = None) -> str:
+        if revision is None:
+            return self.catalog.document_text(self.name, doc_id)
+        key = (doc_id, revision)
+        if key not in self._texts:
+            self._texts[key] = self.catalog.document_text(self.name, doc_id, revision)
+            if len(self._texts) > 256:
+                self._texts.popitem(last=False)
+        return self._texts[key]
+
+    def _names(self) -> dict[str, str]:
+        return {r["id"]: r["name"] for r in self.catalog.q("SELECT id, name FROM documents WHERE kb=?", self.name)}
+
+    def _records(self, rows) -> list[ChunkRecord]:
+        names = self._names()
+        return [
+            chunk_from_row(r, self.document_text(r["doc_id"], r["revision"]), names.get(r["doc_id"], "")) for r in rows
+        ]
+
+    def chunks(self, doc: str) -> list[ChunkRecord]:
+        record = self.document(doc)
+        return self._records(self.catalog.doc_chunks(self.name, record.id, record.revision))
+
+    def get_chunks(self, ids: list[str]) -> dict[str, ChunkRecord]:
+        return {c.id: c for c in self._records(self.catalog.chunk_rows(self.name, list(ids)))}
+
+    def neighbours(self, chunk_id: str, before: int = 1, after: int = 1) -> list[ChunkRecord]:
+        rows = self.catalog.chunk_rows(self.name, [chunk_id])
+        if not rows:
+            return []
+        r = rows[0]
+        near = self.catalog.q(
+            "SELECT * FROM chunks WHERE kb=? AND doc_id=? AND revision=? AND idx BETWEEN ? AND ? "
+            "AND id<>? ORDER BY idx",
+            self.name,
+            r["doc_id"],
+            r["revision"],
+            r["idx"] - before,
+            r["idx"] + after,
+            chunk_id,
+        )
+        return self._records(near)
+
+    def all_texts(self) -> list[str]:
+        return [c.text for c in self._records(list(self.catalog.active_chunk_rows(self.name)))]
+
+    def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
+        if not (doc_ids or tags or date_from or date_to):
+            return None
+        return self.catalog.filter_docs(self.name, doc_ids, tags, date_from, date_to)
+
+    # -- search -------------------------------------------------------------------
+    def dense_search(self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
+        self.check_model()
+        if doc_ids is not None and not doc_ids:
+            return []
+        inactive = self.catalog.inactive_rev_keys(self.name)
+        clauses = ([{"doc_id": {"$in": sorted(doc_ids)}}] if doc_ids is not None else []) + (
+            [{"rev_key": {"$nin": inactive}}] if inactive else []
+        )
+        where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
+        rows = self.vectors.query(np.asarray(query_vec, dtype=np.float32), k, where)
+        active = self.catalog.active_revisions(self.name)
+        hits = []
+        for cid, text, meta, score in rows:
+            chunk = ChunkRecord.from_metadata(cid, text, meta)
+            if active.get(chunk.doc_id) == chunk.revision:
+                hits.append(Hit(chunk, score))
+        return hits
+
+    def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
+        index = self.bm25()
+        allowed = None if doc_ids is None else {c for c in index.ids if c.split(":", 1)[0] in doc_ids}
+        found = index.search(query, k, allowed)
+        chunks = self.get_chunks([h.chunk_id for h in found])
+        return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
+
+    # -- BM25 -----------------------------------------------------------------------
+    @property
+    def bm25_dir(self) -> Path:
+        return self.settings.home / "bm25" / self.name
+
+    def bm25(self) -> BM25Index:
+        """The BM25 index matching the catalog's index version; rebuilt when missing or stale."""
+        version = self.index_revision
+        with self._bm25_lock:
+            if self._bm25 is None or self._bm25.version != version:
+                loaded = BM25Index.load(self.bm25_dir)
+                self._bm25 = loaded if loaded and loaded.version == version else self._rebuild_bm25(version)
+            return self._bm25
+
+    def refresh_bm25(self) -> None:
+        with self._bm25_lock:
+            self._bm25 = self._rebuild_bm25(self.index_revision)
+
+    def _rebuild_bm25(self, version: int) -> BM25Index:
+        """Build from the vector store's texts (so a second instance on a shared server agrees)."""
+        active = self.catalog.active_revisions(self.name)
+        items = (
+            (cid, text or "")
+            for cid, text, meta in self.vectors.all_items()
+            if active.get(str(meta.get("doc_id"))) == meta.get("revision")
+        )
+        index = BM25Index.build(sorted(items), version)
+        index.save(self.bm25_dir)
+        log.info("rebuilt BM25 for %s at version %d (%d chunks)", self.name, version, len(index.ids))
+        return index

@@ -1,0 +1,1 @@
+"""Stores: Chroma vectors (embedded or server), BM25 index, SQLite catalog."""

@@ -1,0 +1,95 @@
+"""A persisted BM25 index (bm25s) over one knowledge base's active chunks.
+
+The index is stamped with the catalog's ``index_version`` it was built from; a
+missing or stale index is rebuilt from the chunk texts on first use, so a second
+app instance (or a crash between publish and rebuild) never serves stale results.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from rag.store.tokenize import tokenize
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SparseHit:
+    chunk_id: str
+    score: float
+
+
+class BM25Index:
+    """Immutable once built; ``search`` is thread-safe."""
+
+    def __init__(self, retriever: bm25s.BM25 | None, ids: list[str], version: int) -> None:
+        self._retriever = retriever
+        self.ids = ids
+        self.version = version
+        self._pos = {cid: i for i, cid in enumerate(ids)}
+
+    @classmethod
+    def build(cls, items: Iterable[tuple[str, str]], version: int) -> BM25Index:
+        ids, tokens = [], []
+        for chunk_id, text in items:
+            ids.append(chunk_id)
+            tokens.append(tokenize(text))
+        if not ids:
+            return cls(None, [], version)
+        retriever = bm25s.BM25()  # Lucene variant, k1=1.5, b=0.75
+        retriever.index(tokens, show_progress=False)
+        return cls(retriever, ids, version)
+
+    def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[SparseHit]:
+        if self._retriever is None or k <= 0:
+            return []
+        q = tokenize(query)
+        if not q or not any(t in self._retriever.vocab_dict for t in q):
+            return []
+        scores = self._retriever.get_scores(q)
+        if allowed is not None:
+            mask = np.zeros(len(self.ids), dtype=scores.dtype)
+            mask[[self._pos[c] for c in allowed if c in self._pos]] = 1
+            scores = scores * mask
+        k = min(k, len(self.ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [SparseHit(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def save(self, directory: Path) -> None:
+        """Write atomically: build in a temp dir, then swap it in."""
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=directory.parent))
+        if self._retriever is not None:
+            self._retriever.save(str(tmp), show_progress=False)
+        (tmp / "ragscope.json").write_text(json.dumps({"version": self.version, "ids": self.ids}))
+        old = directory.with_name(directory.name + ".old")
+        if directory.exists():
+            os.replace(directory, old)
+        os.replace(tmp, directory)
+        shutil.rmtree(old, ignore_errors=True)
+
+    @classmethod
+    def load(cls, directory: Path) -> BM25Index | None:
+        """The saved index, or None when missing or unreadable (the caller rebuilds)."""
+        meta_path = directory / "ragscope.json"
+        if not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+            retriever = bm25s.BM25.load(str(directory), show_progress=False) if meta["ids"] else None
+        except (OSError, ValueError, KeyError) as exc:
+            log.warning("BM25 index at %s unreadable (%s); it will be rebuilt", directory, exc)
+            return None
+        return cls(retriever, list(meta["ids"]), int(meta["version"]))

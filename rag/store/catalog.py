@@ -1,0 +1,239 @@
+"""SQLite catalog: knowledge bases, documents, revisions, chunk offsets, jobs, traces, chat.
+
+The catalog is the source of truth for which revision of each document is active.
+Publishing a revision is one transaction, so a query sees either the old revision
+or the new one, never a mix. WAL mode lets readers run while one writer writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+from rag.records import ChunkRecord, DocumentRecord
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Catalog:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._conn().executescript(resources.files("rag.store").joinpath("schema.sql").read_text())
+
+    # -- connections ---------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (BEGIN IMMEDIATE: one writer at a time, readers unaffected)."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def q(self, sql: str, *args) -> list[sqlite3.Row]:
+        return self._conn().execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- knowledge bases -----------------------------------------------------
+    def kb(self, name: str) -> sqlite3.Row | None:
+        rows = self.q("SELECT * FROM kbs WHERE name=?", name)
+        return rows[0] if rows else None
+
+    def kb_names(self) -> list[str]:
+        return [r["name"] for r in self.q("SELECT name FROM kbs ORDER BY name")]
+
+    def create_kb(self, name: str, embed_model: str, embed_dim: int, chunk_size: int, overlap: int) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO kbs VALUES (?,?,?,?,?,?,0)",
+                (name, now(), embed_model, embed_dim, chunk_size, overlap),
+            )
+
+    def set_kb_model(self, name: str, embed_model: str, embed_dim: int) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE kbs SET embed_model=?, embed_dim=? WHERE name=?", (embed_model, embed_dim, name))
+
+    def drop_kb(self, name: str) -> None:
+        with self.tx() as db:
+            for table in ("documents", "revisions", "chunks", "jobs", "traces", "chat_turns", "eval_runs"):
+                db.execute(f"DELETE FROM {table} WHERE kb=?", (name,))  # noqa: S608 (fixed table names)
+            db.execute("DELETE FROM kbs WHERE name=?", (name,))
+
+    def index_version(self, kb: str) -> int:
+        rows = self.q("SELECT index_version FROM kbs WHERE name=?", kb)
+        return int(rows[0][0]) if rows else 0
+
+    # -- documents -----------------------------------------------------------
+    def find_document(self, kb: str, name: str) -> sqlite3.Row | None:
+        rows = self.q("SELECT * FROM documents WHERE kb=? AND name=?", kb, name)
+        return rows[0] if rows else None
+
+    def documents(self, kb: str) -> list[DocumentRecord]:
+        rows = self.q(
+            """SELECT d.*, r.content_hash, r.parser, r.parser_version, r.size_bytes, r.pages, r.chunks,
+                      r.embed_model, r.created_at AS rev_created
+               FROM documents d JOIN revisions r
+                 ON r.kb=d.kb AND r.doc_id=d.id AND r.revision=d.active_revision
+               WHERE d.kb=? ORDER BY d.name""",
+            kb,
+        )
+        return [_doc_record(r) for r in rows]
+
+    def active_revisions(self, kb: str, doc_ids: set[str] | None = None) -> dict[str, int]:
+        rows = self.q("SELECT id, active_revision FROM documents WHERE kb=? AND active_revision IS NOT NULL", kb)
+        return {r[0]: r[1] for r in rows if doc_ids is None or r[0] in doc_ids}
+
+    def inactive_rev_keys(self, kb: str) -> list[str]:
+        """``doc:rev`` keys still in the vector store but not active (being written or dropped)."""
+        rows = self.q("SELECT doc_id, revision FROM revisions WHERE kb=? AND state IN ('writing','retired')", kb)
+        return [f"{r[0]}:{r[1]}" for r in rows]
+
+    def document_text(self, kb: str, doc_id: str, revision: int | None = None) -> str:
+        sql = (
+            "SELECT r.text FROM revisions r JOIN documents d ON d.kb=r.kb AND d.id=r.doc_id WHERE r.kb=? AND r.doc_id=?"
+        )
+        args: list = [kb, doc_id]
+        if revision is None:
+            sql += " AND r.revision=d.active_revision"
+        else:
+            sql += " AND r.revision=?"
+            args.append(revision)
+        rows = self.q(sql, *args)
+        return rows[0][0] or "" if rows else ""
+
+    def filter_docs(self, kb: str, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str]:
+        out = set()
+        for r in self.q("SELECT id, name, tags, doc_date FROM documents WHERE kb=?", kb):
+            if doc_ids and r["id"] not in doc_ids and r["name"] not in doc_ids:
+                continue
+            if tags and not set(tags) & set(json.loads(r["tags"])):
+                continue
+            if date_from and (not r["doc_date"] or r["doc_date"] < date_from):
+                continue
+            if date_to and (not r["doc_date"] or r["doc_date"] > date_to):
+                continue
+            out.add(r["id"])
+        return out
+
+    # -- chunks --------------------------------------------------------------
+    def chunk_rows(self, kb: str, ids: list[str]) -> list[sqlite3.Row]:
+        out: list[sqlite3.Row] = []
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            out += self.q(f"SELECT * FROM chunks WHERE kb=? AND id IN ({marks})", kb, *part)  # noqa: S608
+        return out
+
+    def doc_chunks(self, kb: str, doc_id: str, revision: int) -> list[sqlite3.Row]:
+        return self.q("SELECT * FROM chunks WHERE kb=? AND doc_id=? AND revision=? ORDER BY idx", kb, doc_id, revision)
+
+    def active_chunk_rows(self, kb: str) -> Iterator[sqlite3.Row]:
+        yield from self._conn().execute(
+            """SELECT c.* FROM chunks c JOIN documents d
+                 ON d.kb=c.kb AND d.id=c.doc_id AND d.active_revision=c.revision
+               WHERE c.kb=? ORDER BY c.doc_id, c.idx""",
+            (kb,),
+        )
+
+    # -- jobs ----------------------------------------------------------------
+    def start_job(self, kb: str, kind: str, target: str) -> str:
+        job_id = uuid.uuid4().hex[:12]
+        with self.tx() as db:
+            db.execute(
+                "INSERT INTO jobs VALUES (?,?,?,?,?,?,?,?)", (job_id, kb, kind, target, "running", now(), None, None)
+            )
+        return job_id
+
+    def finish_job(self, job_id: str, error: str | None = None, db: sqlite3.Connection | None = None) -> None:
+        sql, args = (
+            "UPDATE jobs SET status=?, finished_at=?, error=? WHERE id=?",
+            ("failed" if error else "done", now(), error, job_id),
+        )
+        if db is not None:
+            db.execute(sql, args)
+            return
+        with self.tx() as conn:
+            conn.execute(sql, args)
+
+    def jobs(self, kb: str, limit: int = 50) -> list[sqlite3.Row]:
+        return self.q("SELECT * FROM jobs WHERE kb=? ORDER BY started_at DESC LIMIT ?", kb, limit)
+
+    # -- traces --------------------------------------------------------------
+    def save_trace(self, kb: str, trace_json: str, trace_id: str, question: str, created_at: str) -> None:
+        with self.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)", (trace_id, kb, question, created_at, trace_json)
+            )
+
+    def load_trace_json(self, trace_id: str) -> str | None:
+        rows = self.q("SELECT json FROM traces WHERE id=?", trace_id)
+        return rows[0][0] if rows else None
+
+    def list_traces(self, kb: str, limit: int = 50) -> list[sqlite3.Row]:
+        return self.q(
+            "SELECT id, question, created_at FROM traces WHERE kb=? ORDER BY created_at DESC LIMIT ?", kb, limit
+        )
+
+
+def chunk_from_row(row: sqlite3.Row, doc_text: str, doc_name: str = "") -> ChunkRecord:
+    return ChunkRecord(
+        id=row["id"],
+        doc_id=row["doc_id"],
+        revision=row["revision"],
+        page=row["page"],
+        idx=row["idx"],
+        char_start=row["char_start"],
+        char_end=row["char_end"],
+        heading_path=tuple(row["heading_path"].split(" > ")) if row["heading_path"] else (),
+        text=doc_text[row["char_start"] : row["char_end"]],
+        doc_name=doc_name,
+    )
+
+
+def _doc_record(r: sqlite3.Row) -> DocumentRecord:
+    return DocumentRecord(
+        id=r["id"],
+        kb=r["kb"],
+        name=r["name"],
+        content_hash=r["content_hash"],
+        revision=r["active_revision"],
+        parser=r["parser"],
+        parser_version=r["parser_version"],
+        size_bytes=r["size_bytes"],
+        pages=r["pages"],
+        chunks=r["chunks"],
+        created_at=r["rev_created"],
+        embed_model=r["embed_model"],
+        tags=tuple(json.loads(r["tags"])),
+        doc_date=r["doc_date"],
+    )

@@ -1,0 +1,151 @@
+"""Knowledge base integration: real bundled embedder, real Chroma (embedded and `chroma run`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.errors import DocumentNotFound, EmbeddingModelMismatch
+from rag.ingest.pipeline import UploadItem
+from rag.models import Embedder
+
+HANDBOOK = b"""# Handbook
+
+## Leave
+Employees get 25 days of paid leave per year.
+
+## Expenses
+Receipts must be filed within 30 days of purchase.
+"""
+SECURITY = b"Passwords rotate every 90 days. Laptops use full-disk encryption."
+
+
+def _ids(hits):
+    return [h.chunk.doc_name for h in hits]
+
+
+def _roundtrip(kb):
+    results = kb.ingest([UploadItem("handbook.md", HANDBOOK), UploadItem("security.txt", SECURITY)])
+    assert [r.status for r in results] == ["added", "added"]
+    docs = {d.name: d for d in kb.documents()}
+    assert set(docs) == {"handbook.md", "security.txt"}
+    hb = docs["handbook.md"]
+    assert hb.revision == 1 and hb.parser and hb.embed_model == kb.embedder.model_id
+    chunks = kb.chunks("handbook.md")
+    assert chunks and all(c.id == f"{hb.id}:1:{c.page}:{c.idx}" for c in chunks)
+    text = kb.document_text(hb.id)
+    assert all(text[c.char_start : c.char_end] == c.text for c in chunks)
+    assert any(c.heading_path == ("Handbook", "Expenses") for c in chunks)
+    dense = kb.dense_search(kb.embedder.embed_query("how long do I have to submit receipts?"), 3)
+    assert _ids(dense)[0] == "handbook.md" and -1.0 <= dense[0].score <= 1.0
+    assert _ids(kb.sparse_search("password rotation", 3)) == ["security.txt"]
+
+
+def test_embedded_ingest_search_roundtrip(make_kb):
+    _roundtrip(make_kb())
+
+
+@pytest.mark.server
+def test_server_mode_same_code_path(make_kb, chroma_server):
+    kb = make_kb(chroma_host="127.0.0.1", chroma_port=chroma_server.port)
+    _roundtrip(kb)
+    assert kb.vectors.count() == sum(d.chunks for d in kb.documents())
+
+
+def test_unchanged_is_noop_changed_is_new_revision(make_kb):
+    kb = make_kb()
+    kb.ingest_file("handbook.md", HANDBOOK)
+    version = kb.index_revision
+    again = kb.ingest_file("handbook.md", HANDBOOK)
+    assert again.status == "unchanged" and kb.index_revision == version
+    changed = kb.ingest_file("handbook.md", HANDBOOK.replace(b"25 days", b"27 days"))
+    assert changed.status == "updated" and changed.revision == 2
+    chunks = kb.chunks("handbook.md")
+    assert all(c.revision == 2 for c in chunks)
+    assert kb.vectors.count() == len(chunks)  # the old revision's vectors are gone
+    hits = kb.sparse_search("paid leave days", 5)
+    assert hits and all(h.chunk.revision == 2 for h in hits) and "27 days" in hits[0].chunk.text
+    dense = kb.dense_search(kb.embedder.embed_query("paid leave"), 10)
+    assert all(h.chunk.revision == 2 for h in dense)
+
+
+def test_delete_really_deletes(make_kb):
+    kb = make_kb()
+    kb.ingest([UploadItem("handbook.md", HANDBOOK), UploadItem("security.txt", SECURITY)])
+    removed = kb.delete("security.txt")
+    assert [d.name for d in kb.documents()] == ["handbook.md"]
+    assert kb.sparse_search("password", 5) == []
+    assert all(h.chunk.doc_id != removed.id for h in kb.dense_search(kb.embedder.embed_query("password"), 10))
+    assert kb.vectors.count() == kb.documents()[0].chunks
+    assert kb.catalog.q("SELECT COUNT(*) FROM chunks WHERE doc_id=?", removed.id)[0][0] == 0
+    with pytest.raises(DocumentNotFound, match="python -m rag docs"):
+        kb.delete("security.txt")
+
+
+def test_bm25_rebuilt_when_missing_or_stale(make_kb):
+    import shutil
+
+    kb = make_kb()
+    kb.ingest_file("security.txt", SECURITY)
+    shutil.rmtree(kb.bm25_dir)
+    kb._bm25 = None
+    assert _ids(kb.sparse_search("encryption", 3)) == ["security.txt"]
+    assert kb.bm25_dir.exists()
+
+
+def test_bad_file_fails_alone_and_loses_nothing(make_kb):
+    kb = make_kb()
+    kb.ingest_file("handbook.md", HANDBOOK)
+    before = (kb.index_revision, kb.vectors.count())
+    results = kb.ingest(
+        [UploadItem("empty.txt", b""), UploadItem("x.exe", b"MZ"), UploadItem("broken.pdf", b"%PDF-1.4 nonsense")]
+    )
+    assert [r.status for r in results] == ["failed"] * 3
+    assert all(r.error and r.error_type for r in results)
+    assert (kb.index_revision, kb.vectors.count()) == before
+    assert [d.name for d in kb.documents()] == ["handbook.md"]
+
+
+def test_model_guard_names_both_models_and_the_fix(make_kb, embedder, settings):
+    from rag.kb import KnowledgeBase
+
+    kb = make_kb()
+    kb.ingest_file("security.txt", SECURITY)
+    other = Embedder(
+        model_id="some/other-model", dim=embedder.dim, max_tokens=embedder.max_tokens, li_model=embedder.li_model
+    )
+    kb2 = KnowledgeBase("t", settings, other)
+    with pytest.raises(EmbeddingModelMismatch) as err:
+        kb2.dense_search(other.embed_query("password"), 3)
+    msg = str(err.value)
+    assert embedder.model_id in msg and "some/other-model" in msg and "reindex" in msg
+    with pytest.raises(EmbeddingModelMismatch):
+        kb2.ingest_file("handbook.md", HANDBOOK)
+
+
+def test_reindex_fixes_the_mismatch(make_kb, embedder, settings):
+    from rag.ingest.reindex import reindex
+    from rag.kb import KnowledgeBase
+
+    make_kb().ingest_file("security.txt", SECURITY)
+    other = Embedder(
+        model_id="renamed-minilm", dim=embedder.dim, max_tokens=embedder.max_tokens, li_model=embedder.li_model
+    )
+    kb2 = KnowledgeBase("t", settings, other)
+    assert reindex(kb2) == 1
+    assert _ids(kb2.dense_search(other.embed_query("password rotation"), 1)) == ["security.txt"]
+
+
+def test_filters_by_doc_and_tag(make_kb):
+    kb = make_kb()
+    kb.ingest(
+        [
+            UploadItem("handbook.md", HANDBOOK, ("hr",), "2025-01-01"),
+            UploadItem("security.txt", SECURITY, ("it",), "2026-03-01"),
+        ]
+    )
+    it_docs = kb.filter_doc_ids(tags=["it"])
+    assert _ids(kb.sparse_search("days", 5, it_docs)) == ["security.txt"]
+    assert set(_ids(kb.dense_search(kb.embedder.embed_query("days"), 5, it_docs))) == {"security.txt"}
+    recent = kb.filter_doc_ids(date_from="2026-01-01")
+    assert _ids(kb.sparse_search("days", 5, recent)) == ["security.txt"]
+    assert kb.filter_doc_ids() is None
