@@ -64,7 +64,8 @@ def split_claims(sentence: str) -> list[Claim]:
     pending: list[int] = []  # citations before any text ("[1] A [2].") go with the next clause
     prev_end = 0
     for start, end in groups:
-        text, cited = strip_citations(sentence[prev_end:start]), pending + parse_citations(sentence[start:end])
+        text = strip_citations(sentence[prev_end:start]).lstrip(" ,;:，；：")
+        cited = pending + parse_citations(sentence[start:end])
         has_words = bool(re.search(r"\w", text))
         pending = [] if has_words else cited
         if has_words:

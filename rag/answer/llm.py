@@ -96,8 +96,8 @@ class GGUFChatTemplate:
         template = vocab.metadata.get("tokenizer.chat_template")
         if not template:
             raise ModelUnavailable(f"{path.name} has no chat template.", fix="Use an instruction-tuned GGUF.")
-        eos = vocab.detokenize([vocab.token_eos()]).decode("utf-8", "ignore")
-        bos = vocab.detokenize([vocab.token_bos()]).decode("utf-8", "ignore")
+        eos = vocab.detokenize([vocab.token_eos()], special=True).decode("utf-8", "ignore")
+        bos = vocab.detokenize([vocab.token_bos()], special=True).decode("utf-8", "ignore")
         self._format = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos, add_generation_prompt=True)
         self.stop = [eos] if eos else []
 

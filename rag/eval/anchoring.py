@@ -3,13 +3,15 @@
 Labels are stored as quotes or character spans of a document's normalized text, not as
 chunk ids, so they survive re-chunking. The rule that turns a span into relevant chunks:
 
-    a chunk of document D is relevant to a labelled span [s, e) of D when
-    overlap = min(e, chunk_end) - max(s, chunk_start) > 0 and
-    overlap >= min(MIN_OVERLAP_FRACTION * (e - s), MIN_OVERLAP_CHARS)
+    a chunk [cs, ce) of document D is relevant to a labelled span [s, e) of D when
+    overlap = min(e, ce) - max(s, cs) > 0 and either
+      overlap >= min(MIN_OVERLAP_FRACTION * (e - s), MIN_OVERLAP_CHARS)   (enough of the span)
+      or overlap >= MIN_OVERLAP_FRACTION * (ce - cs)                      (mostly the span)
 
 i.e. the chunk holds at least half of a short span, or at least 100 characters of a long
-one (a long section split over several chunks makes each sizeable piece relevant). A
-chunk matching several passages takes the highest grade. A whole-document label makes
+one, or is itself mostly made of the span (small chunks inside a long labelled section).
+So whenever chunks cover the text, every span has at least one relevant chunk, whatever
+the chunk size and overlap. A chunk matching several passages takes the highest grade. A whole-document label makes
 every chunk of that document relevant; a ``chunk_id`` label is taken as is.
 
 Quotes are found by whitespace-normalized search (:func:`find_quote`).
@@ -103,8 +105,10 @@ def find_quote(text: str, quote: str) -> Span | None:
 def span_matches_chunk(span: Span, chunk_start: int, chunk_end: int) -> bool:
     """The overlap rule of this module's docstring."""
     overlap = min(span.end, chunk_end) - max(span.start, chunk_start)
-    need = min(MIN_OVERLAP_FRACTION * (span.end - span.start), MIN_OVERLAP_CHARS)
-    return overlap > 0 and overlap >= need
+    if overlap <= 0:
+        return False
+    enough_of_span = overlap >= min(MIN_OVERLAP_FRACTION * (span.end - span.start), MIN_OVERLAP_CHARS)
+    return enough_of_span or overlap >= MIN_OVERLAP_FRACTION * (chunk_end - chunk_start)
 
 
 def relevant_chunk_ids(

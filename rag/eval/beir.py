@@ -94,7 +94,7 @@ def load_qrels(path: str | Path, split: str) -> dict[str, dict[str, int]]:
     with file.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             cols = line.rstrip("\n").split("\t")
-            if not line.strip() or (lineno == 1 and not _is_int(cols[-1])):
+            if not line.strip() or (lineno == 1 and len(cols) in (3, 4) and not _is_int(cols[-1])):
                 continue
             if len(cols) not in (3, 4) or not _is_int(cols[-1]):
                 raise DatasetError(f"{file.name}, line {lineno}: expected 'query-id<TAB>corpus-id<TAB>score'.")

@@ -229,4 +229,9 @@ def latency_summary(values_ms: Iterable[float]) -> dict[str, float | None]:
     def nearest_rank(q: float) -> float:
         return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
-    return {"mean": sum(ordered) / len(ordered), "p50": nearest_rank(0.5), "p95": nearest_rank(0.95), "max": ordered[-1]}
+    return {
+        "mean": sum(ordered) / len(ordered),
+        "p50": nearest_rank(0.5),
+        "p95": nearest_rank(0.95),
+        "max": ordered[-1],
+    }

@@ -10,7 +10,8 @@ Rules, in order:
 3. Sections longer than ``chunk_size`` characters are cut by a sliding window that ends at
    the last paragraph break, else sentence end (``. ! ?`` and CJK ``。！？；``), else line
    break, else whitespace, else CJK comma, in the second half of the window; consecutive
-   chunks of a section share up to ``overlap`` characters, starting at a sentence or word.
+   chunks of a section share up to ``overlap`` characters (never more than a third of the
+   window), starting at a paragraph, else sentence, else line, else word.
 4. A window whose text exceeds ``max_tokens`` per ``token_len`` shrinks until it fits.
 5. Chunks are trimmed of surrounding whitespace (``text == parsed.text[start:end]`` always)
    and whitespace-only chunks are dropped.
@@ -35,7 +36,9 @@ _CJK_CHARS = (
     "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f"
 )
 _CJK_RE = re.compile(f"[{_CJK_CHARS}]")
-_SENTENCE_END_RE = re.compile("[.!?][\"'\u201d\u2019)\\]]*(?=\\s)|[\u3002\uff01\uff1f\uff1b][\"'\u201d\u2019\u300d\u300f)\\]]*")
+_SENTENCE_END_RE = re.compile(
+    "[.!?][\"'\u201d\u2019)\\]]*(?=\\s)|[\u3002\uff01\uff1f\uff1b][\"'\u201d\u2019\u300d\u300f)\\]]*"
+)
 _CLAUSE_END_RE = re.compile("[，、,：:]")
 _SPACE_RE = re.compile(r"\s")
 _NONSPACE_RE = re.compile(r"\S")
@@ -160,14 +163,23 @@ class _Window:
             limit = max(1, min(cut - pos - 1, (cut - pos) * self.max_tokens * 9 // (tokens * 10)))
 
     def _next_start(self, pos: int, cut: int) -> int:
-        """Start of the next window: inside the last ``overlap`` characters, at a sentence or word."""
+        """Start of the next window, inside the last ``overlap`` characters of this one.
+
+        The earliest paragraph start there, else sentence start, else line start, else word start.
+        """
         share = min(self.overlap, (cut - pos) // 3)
         if share <= 0:
             return cut
         lo = cut - share
+        paragraph = self.text.find("\n\n", lo, cut)
+        if 0 <= paragraph < cut - 2:
+            return paragraph + 2
         for match in _SENTENCE_END_RE.finditer(self.text, lo, cut):
             if match.end() < cut:
                 return match.end()
+        line = self.text.find("\n", lo, cut)
+        if 0 <= line < cut - 1:
+            return line + 1
         space = _SPACE_RE.search(self.text, lo, cut)
         return space.end() if space else lo
 
@@ -204,4 +216,3 @@ def _last_match(pattern: re.Pattern[str], text: str, lo: int, hi: int) -> re.Mat
     for last in pattern.finditer(text, lo, hi):  # noqa: B007 - keep the final match
         pass
     return last
-

@@ -27,6 +27,7 @@ ZIP_MAX_TOTAL_BYTES = 200 * 1024 * 1024  # uncompressed, all members together
 ZIP_MAX_MEMBERS = 10_000
 ZIP_MAX_RATIO = 100  # uncompressed / compressed, checked on members above ZIP_RATIO_MIN_BYTES
 ZIP_RATIO_MIN_BYTES = 5 * 1024 * 1024
+ZIP_MAX_XML_BYTES = 64 * 1024 * 1024  # one XML part: parsed into a DOM several times its size
 MAX_NAME_CHARS = 200
 
 _NAME_DROP_RE = re.compile(f"[{CONTROL_CHARS}{INVISIBLE_CHARS}\ud800-\udfff]+")
@@ -71,7 +72,9 @@ def check_upload(name: str, data: bytes, max_file_mb: float) -> None:
     """Reject an upload before parsing: unknown type, empty, or larger than ``max_file_mb``."""
     kind = file_kind(name)
     if not data:
-        raise EmptyDocument(f"'{safe_name(name)}' is empty (0 bytes).", fix="Upload the file again; it may not have been saved.")
+        raise EmptyDocument(
+            f"'{safe_name(name)}' is empty (0 bytes).", fix="Upload the file again; it may not have been saved."
+        )
     size_mb = len(data) / (1024 * 1024)
     if size_mb > max_file_mb:
         raise LimitExceeded(
@@ -111,19 +114,24 @@ def _check_members(name: str, members: list[zipfile.ZipInfo]) -> None:
     fix = "Open the file in its Office program, save a fresh copy, and upload that."
     if len(members) > ZIP_MAX_MEMBERS:
         raise UnsafeInput(f"'{name}' contains {len(members)} parts (limit {ZIP_MAX_MEMBERS}).", fix=fix)
-    total = 0
+    total = sum(info.file_size for info in members)
+    if total > ZIP_MAX_TOTAL_BYTES:
+        raise UnsafeInput(
+            f"'{name}' would expand to {total // 2**20} MB when unpacked, over the "
+            f"{ZIP_MAX_TOTAL_BYTES // 2**20} MB limit (possible ZIP bomb).",
+            fix=fix,
+        )
     for info in members:
-        total += info.file_size
-        if total > ZIP_MAX_TOTAL_BYTES:
-            raise UnsafeInput(
-                f"'{name}' would expand to more than {ZIP_MAX_TOTAL_BYTES // 2**20} MB when unpacked "
-                "(possible ZIP bomb).",
-                fix=fix,
-            )
         ratio = info.file_size / max(info.compress_size, 1)
         if info.file_size > ZIP_RATIO_MIN_BYTES and ratio > ZIP_MAX_RATIO:
             raise UnsafeInput(
                 f"'{name}' has a part ({info.filename!r}) compressed {ratio:.0f}:1, far beyond real "
                 "documents (possible ZIP bomb).",
                 fix=fix,
+            )
+        if info.file_size > ZIP_MAX_XML_BYTES and info.filename.lower().endswith((".xml", ".rels")):
+            raise UnsafeInput(
+                f"'{name}' has an XML part ({info.filename!r}) of {info.file_size // 2**20} MB, over the "
+                f"{ZIP_MAX_XML_BYTES // 2**20} MB limit.",
+                fix="Split the document into smaller files and upload those.",
             )

@@ -27,8 +27,11 @@ PARSERS: dict[str, Parser] = {
     "csv": text.parse_csv,
 }
 
-_TEXT_KINDS = {"html", "markdown", "text", "csv"}
-_NAME_OF_SNIFFED = {"pdf": "a PDF", "zip": "a ZIP/Office file", "ole": "a legacy Office (.doc/.ppt/.xls) or encrypted file"}
+_NAME_OF_SNIFFED = {
+    "pdf": "a PDF",
+    "zip": "a ZIP/Office file",
+    "ole": "a legacy Office (.doc/.ppt/.xls) or encrypted file",
+}
 
 
 def parse_file(name: str, data: bytes, *, max_pages: int = 2000) -> ParsedDocument:

@@ -6,6 +6,7 @@ from rag.errors import EmptyDocument
 from rag.ingest.normalize import normalize_block
 from rag.records import Heading, PageSpan, ParsedDocument
 
+NO_TEXT_FIX = "Check that this is the file you meant; if it should have text, export it again from its program."
 PARAGRAPH = "\n\n"
 LINE = "\n"
 
@@ -55,10 +56,13 @@ class TextBuilder:
     def page_count(self) -> int:
         return len(self._page_starts)
 
-    def build(self, parser: str, version: str, *, empty_message: str) -> ParsedDocument:
+    def build(
+        self, parser: str, version: str, *, empty_message: str, empty_fix: str | None = NO_TEXT_FIX
+    ) -> ParsedDocument:
+        """The document; ``EmptyDocument(empty_message, empty_fix)`` when no block had text."""
         text = "".join(self._parts)
         if not text:
-            raise EmptyDocument(empty_message)
+            raise EmptyDocument(empty_message, fix=empty_fix)
         starts = self._page_starts or [0]
         ends = [*starts[1:], len(text)]
         pages = tuple(PageSpan(i + 1, s, e) for i, (s, e) in enumerate(zip(starts, ends, strict=True)))
@@ -68,5 +72,5 @@ class TextBuilder:
 def single_page(text: str, headings: tuple[Heading, ...], parser: str, version: str, *, empty: str) -> ParsedDocument:
     """A one-page document from text that is already normalized (Markdown, TXT)."""
     if not text.strip():
-        raise EmptyDocument(empty)
+        raise EmptyDocument(empty, fix=NO_TEXT_FIX)
     return ParsedDocument(text, (PageSpan(1, 0, len(text)),), headings, parser, version)

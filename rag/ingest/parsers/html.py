@@ -96,4 +96,3 @@ def _visit_tag(tag: Tag, in_pre: bool, stack: list[tuple[object, bool]], out: _C
             stack.append((_FLUSH, False))
         in_pre = in_pre or name == "pre"
         stack.extend((child, in_pre) for child in reversed(tag.contents))
-

@@ -1,6 +1,7 @@
 """DOCX (``python-docx``) and PPTX (``python-pptx``), after the ZIP-bomb checks in ``safety``.
 
-DOCX is one page; "Title" and "Heading N" paragraph styles become headings; tables become one
+DOCX is one page; "Title" (level 1) and "Heading N" (level N, or N + 1 below a Title) paragraph
+styles become headings; tables become one
 line per row with cells joined by `` | ``. PPTX is one page per slide; the slide title is a
 level-1 heading, followed by the other shapes' text in document order, then the speaker notes.
 """
@@ -37,24 +38,27 @@ _FLAVORS = {
 def parse_docx(name: str, data: bytes, max_pages: int) -> ParsedDocument:
     _check_flavor(name, data, "word/")
     document = docx.Document(io.BytesIO(data))
+    items = [(item, _style_name(item) if isinstance(item, Paragraph) else "") for item in document.iter_inner_content()]
+    # With a "Title" paragraph, "Heading N" sits one level below it, as "# Title" / "## Section" in Markdown.
+    shift = int(any(style == "title" for _, style in items))
     builder = TextBuilder()
-    for item in document.iter_inner_content():
+    for item, style in items:
         if isinstance(item, Paragraph):
-            level = _docx_heading_level(item)
-            text = collapse_whitespace(item.text) if level else item.text
-            builder.add(text, heading_level=level)
+            level = 1 if style == "title" else _heading_level(style, shift)
+            builder.add(collapse_whitespace(item.text) if level else item.text, heading_level=level)
         elif isinstance(item, Table):
             _add_rows(builder, _docx_rows(item))
     return builder.build("python-docx", version("python-docx"), empty_message=f"'{name}' contains no text.")
 
 
-def _docx_heading_level(paragraph: Paragraph) -> int | None:
+def _style_name(paragraph: Paragraph) -> str:
     style = paragraph.style
-    style_name = (style.name or "") if style is not None else ""
-    if style_name.lower() == "title":
-        return 1
-    match = _HEADING_STYLE_RE.fullmatch(style_name.strip())
-    return int(match.group(1)) if match else None
+    return (style.name or "").strip().lower() if style is not None else ""
+
+
+def _heading_level(style: str, shift: int) -> int | None:
+    match = _HEADING_STYLE_RE.fullmatch(style)
+    return int(match.group(1)) + shift if match else None
 
 
 def _docx_rows(table: Table) -> Iterator[list[str]]:

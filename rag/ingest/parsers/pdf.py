@@ -31,6 +31,7 @@ def parse_pdf(name: str, data: bytes, max_pages: int) -> ParsedDocument:
         "pypdf",
         pypdf.__version__,
         empty_message=f"'{name}' has {len(pages)} page(s) but no extractable text; it is probably scanned images.",
+        empty_fix=None,  # EmptyDocument's own fix: run OCR
     )
 
 
@@ -49,7 +50,9 @@ def _decrypt_or_raise(name: str, reader: pypdf.PdfReader) -> None:
     try:
         result = reader.decrypt("")
     except DependencyError as exc:  # AES needs the optional 'cryptography' package
-        raise ParseError(f"'{name}' is encrypted with AES, which this installation cannot open.", fix=PASSWORD_FIX) from exc
+        raise ParseError(
+            f"'{name}' is encrypted with AES, which this installation cannot open.", fix=PASSWORD_FIX
+        ) from exc
     except PdfReadError as exc:
         raise ParseError(f"'{name}' is encrypted in a way that cannot be opened ({exc}).", fix=PASSWORD_FIX) from exc
     if result == pypdf.PasswordType.NOT_DECRYPTED:

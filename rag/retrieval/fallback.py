@@ -1,0 +1,131 @@
+"""What to do when the evidence is weak: answer, retry wider, ask back, or refuse.
+
+Evidence is weak when nothing was recalled or the best rerank score is under
+``rerank_threshold`` (only for rerankers whose scores are calibrated). Then:
+- ``retry_wider``: recall_k doubled, once (first attempt only, and only if something was recalled);
+- ``clarify``: the question is too vague to search well: a question goes back to the user;
+- ``reject``: the fixed refusal text.
+Policy ``auto`` uses these rules, or an LLM's JSON verdict when one is configured (bad output
+falls back to the rules). Every decision carries its reason and the score and threshold compared.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from rag.retrieval.rewrite import LLM_ERRORS, ask_json
+from rag.retrieval.trace import FallbackAction, FallbackDecision
+from rag.store.tokenize import tokenize
+
+log = logging.getLogger(__name__)
+
+REFUSAL_TEXT = (
+    "I can't find enough support for this in the knowledge base, so I won't answer it. "
+    "Try rephrasing, widening the filters, or adding the documents that cover it."
+)
+_DEICTIC = re.compile(r"\b(it|this|that|these|those|they|them|he|she|there|above|same)\b|这个|那个|它|他们", re.I)
+MIN_CONTENT_TOKENS = 2  # fewer content words than this is too vague to search
+DEICTIC_CONTENT_TOKENS = 4  # a pronoun without a named subject and fewer content words than this
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the decision looks at."""
+
+    question: str
+    best_score: float | None
+    threshold: float
+    calibrated: bool
+    recalled: int  # candidates recalled (after filters)
+    attempt: int  # 1, or 2 after retry_wider
+
+
+def is_weak(ev: Evidence) -> bool:
+    if ev.recalled == 0 or ev.best_score is None:
+        return True
+    return ev.calibrated and ev.best_score < ev.threshold
+
+
+def vagueness(question: str) -> str:
+    """Why the question is too vague to search, or '' when it is specific enough."""
+    content = tokenize(question)
+    if len(content) < MIN_CONTENT_TOKENS:
+        return f"only {len(content)} content word(s)"
+    if _DEICTIC.search(question) and len(content) < DEICTIC_CONTENT_TOKENS:
+        return "refers to something ('it', 'this', ...) without naming it"
+    return ""
+
+
+def clarify_message(question: str) -> str:
+    return (
+        f'Could you be more specific? "{question.strip()}" is too short to match the documents well. '
+        "Say what you want to know, and about which document, product or period."
+    )
+
+
+def _comparison(ev: Evidence) -> str:
+    if ev.recalled == 0:
+        return "nothing was recalled"
+    if not ev.calibrated:
+        return "reranker scores are not calibrated; threshold not applied"
+    op = ">=" if ev.best_score is not None and ev.best_score >= ev.threshold else "<"
+    return f"best rerank score {ev.best_score:.3f} {op} threshold {ev.threshold:.3f}"
+
+
+def decide_by_rules(ev: Evidence, policy: str = "auto") -> FallbackDecision:
+    base = _comparison(ev)
+    if not is_weak(ev):
+        return _decision(FallbackAction.ANSWER, base, ev)
+    can_widen = ev.attempt == 1 and ev.recalled > 0
+    if policy in ("auto", "retry_wider") and can_widen:
+        return _decision(FallbackAction.RETRY_WIDER, f"{base}; widening recall once", ev)
+    vague = vagueness(ev.question)
+    if policy == "clarify" or (policy != "reject" and vague):
+        why = vague or "policy is clarify"
+        return _decision(FallbackAction.CLARIFY, f"{base}; {why}", ev, clarify_message(ev.question))
+    tail = "after a wider retry" if ev.attempt > 1 else "question is specific"
+    return _decision(FallbackAction.REJECT, f"{base}; {tail}", ev, REFUSAL_TEXT)
+
+
+def _decision(action: FallbackAction, reason: str, ev: Evidence, message: str = "", by: str = "rules"):
+    return FallbackDecision(action, reason, ev.best_score, ev.threshold, judged_by=by, message=message)
+
+
+_JUDGE_PROMPT = (
+    "A search over a document collection found weak evidence for a user's question.\n"
+    "Question: {q}\nBest evidence (score {score} against threshold {thr}):\n{snippets}\n"
+    "Choose one action: {actions}. 'retry_wider' searches again with more candidates; 'clarify' "
+    "asks the user a question back (write it in 'message'); 'reject' refuses.\n"
+    'Answer with JSON: {{"action": "...", "reason": "...", "message": "..."}}'
+)
+
+
+def decide(ev: Evidence, policy: str = "auto", llm: object | None = None, snippets: list[str] | None = None):
+    """The fallback decision; LLM-judged under policy ``auto`` when ``llm`` is given and evidence is weak."""
+    rule = decide_by_rules(ev, policy)
+    if llm is None or policy != "auto" or rule.action is FallbackAction.ANSWER:
+        return rule
+    allowed = ["clarify", "reject"] + (["retry_wider"] if ev.attempt == 1 and ev.recalled > 0 else [])
+    prompt = _JUDGE_PROMPT.format(
+        q=ev.question,
+        score="none" if ev.best_score is None else f"{ev.best_score:.3f}",
+        thr=f"{ev.threshold:.3f}",
+        snippets="\n".join(f"- {s[:300]}" for s in (snippets or [])[:3]) or "(nothing recalled)",
+        actions=", ".join(allowed),
+    )
+    try:
+        out = ask_json(llm, prompt, ["action", "reason"])
+        action = FallbackAction(str(out["action"]).strip().lower())
+        if action.value not in allowed:
+            raise ValueError(f"action {action.value!r} not allowed here")
+    except LLM_ERRORS as exc:
+        log.warning("LLM fallback verdict unusable (%s); using the rules", exc)
+        return _decision(rule.action, f"{rule.reason} (LLM verdict unusable: {exc})", ev, rule.message)
+    message = str(out.get("message") or "")
+    if action is FallbackAction.REJECT:
+        message = REFUSAL_TEXT
+    elif action is FallbackAction.CLARIFY and not message:
+        message = clarify_message(ev.question)
+    return _decision(action, f"{_comparison(ev)}; LLM: {str(out['reason'])[:300]}", ev, message, by="llm")

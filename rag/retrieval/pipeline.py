@@ -1,0 +1,174 @@
+"""``retrieve``: rewrite -> dense + BM25 in parallel -> RRF -> rerank -> fallback -> evidence, traced.
+
+The returned ``Trace`` has one row per candidate ever seen with every stage's rank and score,
+``final_rank`` for the evidence and ``dropped_by`` for the rest, the queries, the fallback
+decision, per-stage timings, the config fingerprint, the index revision and model labels.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rag.config import Settings
+from rag.errors import InvalidQuery, LimitExceeded
+from rag.retrieval import evidence, fallback
+from rag.retrieval.recall import Attempt, Recall, to_candidates
+from rag.retrieval.rerankers import EmbedderVectors, Reranker, make_reranker
+from rag.retrieval.rewrite import mine_acronyms, rewrite
+from rag.retrieval.trace import Dropped, FallbackAction, FallbackDecision, Trace
+
+log = logging.getLogger(__name__)
+
+FILTER_KEYS = ("doc_ids", "tags", "date_from", "date_to")
+RERANK_POOL_FACTOR = 2  # the reranker sees the top 2 * recall_k fused candidates
+
+
+@dataclass
+class _Context:
+    """What one knowledge base + settings pair reuses across questions."""
+
+    vectors: EmbedderVectors
+    reranker: Reranker
+
+
+_lock = threading.Lock()
+_contexts: dict[tuple, _Context] = {}
+_acronyms: dict[tuple[str, int], dict[str, str]] = {}
+
+
+def context(kb, settings: Settings) -> _Context:
+    """Vector cache and reranker for ``kb`` under ``settings`` (built once, then reused)."""
+    key = (id(kb), kb.name, settings.reranker, settings.reranker_model, settings.device)
+    with _lock:
+        if key not in _contexts:
+            store = getattr(kb, "vectors", None)
+            lookup = getattr(kb, "get_embeddings", None) or getattr(store, "get_embeddings", None)
+            vectors = EmbedderVectors(kb.embedder, lookup)
+            _contexts[key] = _Context(vectors, make_reranker(settings, vectors, kb.embedder.model_id))
+        return _contexts[key]
+
+
+def acronyms_for(kb) -> dict[str, str]:
+    """Acronyms mined from the corpus, cached per index revision."""
+    key = (kb.name, kb.index_revision)
+    with _lock:
+        if key not in _acronyms:
+            _acronyms[key] = mine_acronyms(kb.all_texts())
+        return _acronyms[key]
+
+
+def validate_question(question: str, settings: Settings) -> str:
+    text = (question or "").strip()
+    if not text:
+        raise InvalidQuery("The question is empty.")
+    if len(text) > settings.max_query_chars:
+        raise LimitExceeded(
+            f"The question is {len(text)} characters long; the limit is {settings.max_query_chars}.",
+            fix="Shorten the question (ask about one thing at a time) or raise RAG_MAX_QUERY_CHARS.",
+        )
+    return text
+
+
+def clean_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
+    filters = dict(filters or {})
+    unknown = set(filters) - set(FILTER_KEYS)
+    if unknown:
+        raise ValueError(f"unknown filter keys {sorted(unknown)}; use {FILTER_KEYS}")
+    return {k: v for k, v in filters.items() if v}
+
+
+def retrieve(kb, question: str, settings: Settings | None = None, filters=None, llm=None, persist: bool = True):
+    """Retrieve evidence for ``question`` from ``kb``; returns the full ``Trace``.
+
+    ``filters`` takes ``doc_ids``, ``tags``, ``date_from``, ``date_to`` (applied at recall time in
+    both retrievers). ``llm`` enables LLM rewrite / HyDE / fallback judging when settings ask.
+    ``persist`` saves the trace in the knowledge base's catalog (replay needs it)."""
+    t0 = time.perf_counter()
+    settings = settings or kb.settings
+    question = validate_question(question, settings)
+    filters = clean_filters(filters)
+    ctx = context(kb, settings)
+    timings: dict[str, float] = {}
+    allowed = kb.filter_doc_ids(**filters) if filters else None
+    plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), llm, settings.hyde)
+    recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings)
+    attempt = recall.run(settings.recall_k)
+    decision, ranked = _judge(ctx, question, attempt, settings, llm, timings, attempt_no=1)
+    if decision.action is FallbackAction.RETRY_WIDER:
+        wider = recall.run(settings.recall_k * 2)
+        first = decision
+        decision, ranked = _judge(ctx, question, wider, settings, llm, timings, attempt_no=2)
+        decision.reason = f"attempt 1: {first.reason} | attempt 2 (recall_k={settings.recall_k * 2}): {decision.reason}"
+        attempt = wider
+    trace = _build_trace(kb, question, settings, ctx, plan.queries, filters)
+    trace.attempts = 2 if attempt.recall_k > settings.recall_k else 1
+    trace.fallback = decision
+    _fill_candidates(kb, trace, attempt, ranked, settings, decision, timings)
+    timings["total"] = (time.perf_counter() - t0) * 1000
+    trace.timings_ms = {k: round(v, 3) for k, v in timings.items()}
+    if persist:
+        save_trace(kb, trace)
+    return trace
+
+
+def _judge(ctx, question, attempt: Attempt, settings, llm, timings, attempt_no: int):
+    pool = attempt.fused[: attempt.recall_k * RERANK_POOL_FACTOR]
+    t = time.perf_counter()
+    ranked = ctx.reranker.rank(question, pool)
+    timings["rerank"] = timings.get("rerank", 0.0) + (time.perf_counter() - t) * 1000
+    ev = fallback.Evidence(
+        question=question,
+        best_score=ranked.best_score,
+        threshold=settings.rerank_threshold,
+        calibrated=ranked.calibrated,
+        recalled=len(attempt.fused),
+        attempt=attempt_no,
+    )
+    by_id = {f.chunk_id: f for f in pool}
+    snippets = [by_id[s.chunk_id].chunk.text for s in ranked.results[:3]]
+    t = time.perf_counter()
+    decision: FallbackDecision = fallback.decide(ev, settings.fallback, llm, snippets)
+    timings["fallback"] = timings.get("fallback", 0.0) + (time.perf_counter() - t) * 1000
+    return decision, ranked
+
+
+def _build_trace(kb, question, settings, ctx, queries, filters) -> Trace:
+    return Trace(
+        question=question,
+        kb=kb.name,
+        config_fingerprint=settings.fingerprint(),
+        index_revision=int(kb.index_revision),
+        embedder=kb.embedder.label,
+        reranker=ctx.reranker.label,
+        settings=settings.result_fields(),
+        queries=queries,
+        filters={k: sorted(v) if isinstance(v, (set, list, tuple)) else v for k, v in filters.items()},
+    )
+
+
+def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decision, timings) -> None:
+    """Candidate rows with rerank fields, drops, and (when answering) the shaped evidence."""
+    cands = to_candidates(attempt, ranked, settings.recall_k, attempt.recall_k * RERANK_POOL_FACTOR)
+    top = [c for c in cands if c.rerank_rank is not None and c.rerank_rank <= settings.top_n]
+    top.sort(key=lambda c: c.rerank_rank)
+    for c in cands:
+        if c.rerank_rank is not None and c.rerank_rank > settings.top_n:
+            c.dropped_by = Dropped.RERANK_CUT
+    pool = {c.chunk_id: c for c in cands}
+    t = time.perf_counter()
+    if decision.action is FallbackAction.ANSWER:
+        evidence.shape(top, settings.evidence_budget_chars, kb.neighbours, pool)
+    else:
+        for c in top:
+            c.dropped_by = Dropped.THRESHOLD
+    timings["evidence"] = (time.perf_counter() - t) * 1000
+    trace.candidates = list(pool.values())
+
+
+def save_trace(kb, trace: Trace) -> None:
+    kb.catalog.save_trace(kb.name, trace.to_json(), trace.id, trace.question, trace.created_at)

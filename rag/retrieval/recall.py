@@ -1,0 +1,105 @@
+"""Hybrid recall for one attempt: every query to dense and BM25 in parallel, then RRF.
+
+BM25 needs no embedding, so the sparse searches start on the thread pool first and run while the
+calling thread embeds the queries (one batch) and then runs the dense searches. Each query's hit
+ids are recorded on its ``QueryRun`` so the trace shows what each query found on its own.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from rag.records import Hit
+from rag.retrieval.fusion import Fused, RankedList, Source, rrf_fuse
+from rag.retrieval.rerankers import EmbedderVectors, RankedResults
+from rag.retrieval.trace import Candidate, Dropped, QueryRun
+
+_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-recall")
+DENSE_ONLY_KINDS = {"hyde"}  # a hypothetical passage is a dense query only
+
+
+@dataclass
+class Attempt:
+    recall_k: int
+    fused: list[Fused]
+
+
+def _timed(fn, *args) -> tuple[list[Hit], float]:
+    t = time.perf_counter()
+    out = fn(*args)
+    return out, (time.perf_counter() - t) * 1000
+
+
+class Recall:
+    """Runs the queries against one knowledge base; ``run(k)`` may be called again wider."""
+
+    def __init__(self, kb, vectors: EmbedderVectors, queries: list[QueryRun], allowed, rrf_k: int, timings) -> None:
+        self.kb, self.vectors, self.queries = kb, vectors, queries
+        self.allowed, self.rrf_k, self.timings = allowed, rrf_k, timings
+
+    def _add(self, stage: str, ms: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + ms
+
+    def run(self, k: int) -> Attempt:
+        if self.allowed is not None and not self.allowed:
+            for q in self.queries:
+                q.dense_ids, q.sparse_ids = [], []
+            return Attempt(k, [])  # the filters match no document
+        sparse: dict[int, Future] = {
+            i: _pool.submit(_timed, self.kb.sparse_search, q.text, k, self.allowed)
+            for i, q in enumerate(self.queries)
+            if q.kind not in DENSE_ONLY_KINDS
+        }
+        t = time.perf_counter()
+        vecs = self.vectors.query_vectors([q.text for q in self.queries])
+        self._add("embed", (time.perf_counter() - t) * 1000)
+        lists: list[RankedList] = []
+        for i, (q, vec) in enumerate(zip(self.queries, vecs)):
+            hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
+            self._add("dense", ms)
+            q.dense_ids = [h.chunk.id for h in hits]
+            lists.append(RankedList(i, Source.DENSE, hits))
+        for i, fut in sparse.items():
+            hits, ms = fut.result()
+            self._add("sparse", ms)
+            self.queries[i].sparse_ids = [h.chunk.id for h in hits]
+            lists.append(RankedList(i, Source.SPARSE, hits))
+        t = time.perf_counter()
+        fused = rrf_fuse(lists, self.rrf_k)
+        self._add("fusion", (time.perf_counter() - t) * 1000)
+        return Attempt(k, fused)
+
+
+def to_candidates(attempt: Attempt, ranked: RankedResults, base_k: int, pool_size: int) -> list[Candidate]:
+    """Trace rows for every fused candidate, with rerank fields and recall/fusion drops."""
+    scores = ranked.by_id()
+    rows = []
+    for f in attempt.fused:
+        c = f.chunk
+        row = Candidate(
+            chunk_id=c.id,
+            doc_id=c.doc_id,
+            doc_name=c.doc_name,
+            page=c.page,
+            heading_path=tuple(c.heading_path),
+            text=c.text,
+            char_start=c.char_start,
+            char_end=c.char_end,
+            dense_rank=f.dense_rank,
+            dense_score=f.dense_score,
+            sparse_rank=f.sparse_rank,
+            sparse_score=f.sparse_score,
+            fused_rank=f.fused_rank,
+            fused_score=f.fused_score,
+            found_by=list(f.found_by),
+        )
+        if c.id in scores:
+            row.rerank_rank, row.rerank_score = scores[c.id].rank, scores[c.id].score
+        elif attempt.recall_k > base_k and all(r is None or r > base_k for r in (f.dense_rank, f.sparse_rank)):
+            row.dropped_by = Dropped.RECALL_CUT
+        else:
+            row.dropped_by = Dropped.FUSION_CUT
+        rows.append(row)
+    return rows

@@ -1,0 +1,68 @@
+"""Reranker backends by name: default | dense | none | flag | cross-encoder.
+
+``make_reranker`` builds the configured backend. When ``flag`` or ``cross-encoder`` cannot load
+its model (no path given, not on disk and no hub, broken files), the offline default stands in
+and its label says so plainly (``stand_in=True`` and what failed); an unknown name raises.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rag.config import Settings
+from rag.errors import ConfigError
+from rag.retrieval.rerankers.base import EmbedderVectors, RankedResults, Reranker, Scored, VectorSource
+from rag.retrieval.rerankers.calibrated import CalibratedReranker
+from rag.retrieval.rerankers.calibration import Calibration, load_calibration
+from rag.retrieval.rerankers.models import CrossEncoderReranker, FlagReranker
+from rag.retrieval.rerankers.simple import DenseReranker, NoReranker
+
+log = logging.getLogger(__name__)
+
+REGISTRY: dict[str, type[Reranker]] = {
+    cls.name: cls for cls in (CalibratedReranker, DenseReranker, NoReranker, FlagReranker, CrossEncoderReranker)
+}
+MODEL_BACKENDS = {FlagReranker.name, CrossEncoderReranker.name}
+
+__all__ = [
+    "REGISTRY",
+    "Calibration",
+    "EmbedderVectors",
+    "RankedResults",
+    "Reranker",
+    "Scored",
+    "VectorSource",
+    "make_reranker",
+]
+
+
+def make_reranker(settings: Settings, vectors: VectorSource, embedder_id: str) -> Reranker:
+    """The backend named by ``settings.reranker`` (raises ConfigError for an unknown name)."""
+    name = settings.reranker
+    if name not in REGISTRY:
+        raise ConfigError(f"Unknown reranker '{name}'. Use one of: {', '.join(sorted(REGISTRY))}.")
+    if name in MODEL_BACKENDS:
+        return _model_backend(name, settings, vectors, embedder_id)
+    if name == NoReranker.name:
+        return NoReranker()
+    return REGISTRY[name](vectors, embedder_id, load_calibration())
+
+
+def _model_backend(name: str, settings: Settings, vectors: VectorSource, embedder_id: str) -> Reranker:
+    model = settings.reranker_model.strip()
+    try:
+        if not model:
+            raise ValueError("no model configured (set RAG_RERANKER_MODEL to a path or hub id)")
+        return REGISTRY[name](model, device=settings.device)
+    except (OSError, ValueError, ImportError, RuntimeError) as exc:
+        reason = f"{name} model '{model}' could not be loaded: {_short(exc)}"
+        log.warning("%s; using the offline default reranker instead", reason)
+        stand_in = CalibratedReranker(vectors, embedder_id, load_calibration())
+        stand_in.label.stand_in = True
+        stand_in.label.note = reason
+        return stand_in
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,70 @@
+"""The offline default reranker: a logistic regression over signals the pipeline already has.
+
+No cross-encoder weights install offline, so the default combines what recall produced: the
+embedder's cosine for every candidate (from the vector store, re-embedded only when missing), the
+BM25 score relative to the best one for the query, and each retriever's reciprocal rank. The
+weights were fit on SciFact *train* qrels (see ``calibration.json`` and ``fit.py``), so the output
+is a probability of relevance comparable across queries, which is what ``rerank_threshold`` needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from rag.retrieval.fusion import Fused
+from rag.retrieval.rerankers.base import Reranker, VectorSource
+from rag.retrieval.rerankers.calibration import Calibration
+from rag.retrieval.trace import ModelLabel
+
+Feature = Callable[[Sequence[Fused], np.ndarray], np.ndarray]
+
+
+def _sparse(cands: Sequence[Fused]) -> np.ndarray:
+    return np.array([c.sparse_score or 0.0 for c in cands], dtype=np.float64)
+
+
+def _recip(ranks: list[int | None]) -> np.ndarray:
+    return np.array([1.0 / r if r else 0.0 for r in ranks], dtype=np.float64)
+
+
+FEATURES: dict[str, Feature] = {
+    "cos": lambda c, cos: cos,
+    "cos_gap": lambda c, cos: cos - cos.max(),
+    "bm25_rel": lambda c, cos: _sparse(c) / max(_sparse(c).max(), 1e-9),
+    "log_bm25": lambda c, cos: np.log1p(_sparse(c)),
+    "in_sparse": lambda c, cos: (_sparse(c) > 0).astype(np.float64),
+    "rr_dense": lambda c, cos: _recip([x.dense_rank for x in c]),
+    "rr_sparse": lambda c, cos: _recip([x.sparse_rank for x in c]),
+}
+
+
+def feature_matrix(names: Sequence[str], cands: Sequence[Fused], cos: np.ndarray) -> np.ndarray:
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        raise ValueError(f"unknown reranker features {unknown}; known: {sorted(FEATURES)}")
+    cos = np.asarray(cos, dtype=np.float64)
+    return np.stack([FEATURES[n](cands, cos) for n in names], axis=1)
+
+
+def probability(cal: Calibration, x: np.ndarray) -> np.ndarray:
+    z = x @ np.asarray(cal.weights) + cal.bias
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
+
+
+class CalibratedReranker(Reranker):
+    """``default``: calibrated probability from cosine, BM25 and rank features."""
+
+    name = "default"
+
+    def __init__(self, vectors: VectorSource, embedder_id: str, calibration: Calibration) -> None:
+        note = calibration.note_for(embedder_id)
+        model = f"logreg[{'+'.join(calibration.features)}]@{embedder_id}"
+        super().__init__(ModelLabel(backend=self.name, model=model, note=note))
+        self.vectors = vectors
+        self.cal = calibration
+
+    def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
+        cos = self.vectors.chunk_vectors([c.chunk for c in candidates]) @ self.vectors.query_vector(query)
+        return probability(self.cal, feature_matrix(self.cal.features, candidates, cos))

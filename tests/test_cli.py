@@ -1,0 +1,33 @@
+"""The CLI end to end in real subprocesses (real embedder, embedded Chroma)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def run(home, *args):
+    env = os.environ | {"RAG_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_ingest_docs_search_delete(tmp_path):
+    doc = tmp_path / "policy.md"
+    doc.write_text("# Policy\n\nVisitors must sign in at the front desk and wear a badge.\n")
+    bad = tmp_path / "empty.txt"
+    bad.write_bytes(b"")
+    out = run(tmp_path / "home", "ingest", str(doc), str(bad), "--kb", "cli")
+    assert out.returncode == 1, out.stderr
+    assert "added" in out.stdout and "policy.md" in out.stdout
+    assert "failed" in out.stdout and "empty.txt" in out.stdout
+    listing = run(tmp_path / "home", "docs", "--kb", "cli")
+    assert "policy.md" in listing.stdout and "1 documents" in listing.stdout
+    found = run(tmp_path / "home", "search", "where do visitors sign in", "--kb", "cli")
+    assert "== dense ==" in found.stdout and "== bm25 ==" in found.stdout and "front desk" in found.stdout
+    gone = run(tmp_path / "home", "delete", "policy.md", "--kb", "cli")
+    assert gone.returncode == 0 and "deleted" in gone.stdout
+    missing = run(tmp_path / "home", "delete", "policy.md", "--kb", "cli")
+    assert missing.returncode == 2 and "python -m rag docs" in missing.stderr and "Traceback" not in missing.stderr

@@ -1,0 +1,104 @@
+"""The demo corpus: one document per supported format, rebuildable, and a gold set that anchors in it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rag.eval.anchoring import anchor_goldset, relevant_chunk_ids
+from rag.eval.goldset import load_goldset
+from rag.ingest.chunking import chunk_document
+from rag.ingest.parsers import parse_file
+from rag.records import ChunkRecord, ParsedDocument
+
+DEMO = Path(__file__).resolve().parent.parent / "data" / "demo"
+FILES = {
+    "employee_handbook.md": "markdown",
+    "it_security_policy.html": "html",
+    "release_notes.txt": "text",
+    "office_locations.csv": "csv",
+    "travel_policy.pdf": "pdf",
+    "data_retention_policy.docx": "docx",
+    "product_roadmap_q3_2025.pptx": "pptx",
+    "expense_policy_zh.md": "markdown",
+}
+
+
+@pytest.fixture(scope="module")
+def parsed() -> dict[str, ParsedDocument]:
+    return {name: parse_file(name, (DEMO / name).read_bytes()) for name in FILES}
+
+
+@pytest.fixture(scope="module")
+def gold():
+    return load_goldset(DEMO / "gold.jsonl")
+
+
+def test_every_document_parses_with_its_format(parsed):
+    suffixes = {p.suffix for p in DEMO.iterdir()} - {".py", ".json", ".jsonl"}
+    assert suffixes == {".md", ".html", ".txt", ".csv", ".pdf", ".docx", ".pptx"}
+    for name, doc in parsed.items():
+        assert doc.parser, name
+        assert len(doc.text) > 1000, name
+    assert parsed["travel_policy.pdf"].page_count == 4
+    assert parsed["product_roadmap_q3_2025.pptx"].page_count == 8
+    assert len(re.findall(r"[\u4e00-\u9fff]", parsed["expense_policy_zh.md"].text)) > 800
+    levels = {h.level for h in parsed["employee_handbook.md"].headings}
+    assert {1, 2, 3, 4} <= levels
+    assert {1, 2} <= {h.level for h in parsed["data_retention_policy.docx"].headings}
+    assert {1, 2, 3} <= {h.level for h in parsed["it_security_policy.html"].headings}
+
+
+def test_binary_documents_are_rebuilt_identically(tmp_path):
+    spec = importlib.util.spec_from_file_location("make_demo", DEMO / "make_demo.py")
+    assert spec is not None and spec.loader is not None
+    make_demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_demo)
+    assert make_demo.main(["--check"]) == 0  # the checked-in files are what the script builds
+    assert make_demo.main(["--out", str(tmp_path)]) == 0
+    for name in make_demo.BUILDERS:
+        assert (tmp_path / name).read_bytes() == (DEMO / name).read_bytes()
+
+
+def test_gold_set_shape(gold):
+    assert len(gold) >= 30
+    assert len(gold.refusals()) >= 8
+    answerable = gold.answerable()
+    assert all(item.relevant and item.reference_answer for item in answerable)
+    assert {p.doc for item in answerable for p in item.relevant} == set(FILES)
+    assert sum("zh" in item.tags for item in answerable) >= 3
+    assert {p.page for item in answerable for p in item.relevant if p.doc == "travel_policy.pdf"} >= {1, 2, 3, 4}
+
+
+def test_every_quote_anchors_in_the_parsed_documents(gold, parsed):
+    anchored = anchor_goldset(gold, parsed)  # raises on a missing quote, document or wrong page
+    for item in anchored.items:
+        for passage in item.relevant + item.hard_negatives:
+            assert passage.start is not None and passage.end is not None, item.id
+
+
+@pytest.mark.parametrize(("size", "overlap"), [(800, 120), (300, 50)])
+def test_every_answerable_question_has_relevant_chunks(gold, parsed, size, overlap):
+    chunks = []
+    for name, doc in parsed.items():
+        for s in chunk_document(doc, chunk_size=size, overlap=overlap):
+            chunks.append(
+                ChunkRecord(
+                    f"{name}:1:{s.page}:{s.idx}", name, 1, s.page, s.idx, s.start, s.end, s.heading_path, s.text, name
+                )
+            )
+    anchored = anchor_goldset(gold, parsed)
+    for item in anchored.answerable():
+        found = relevant_chunk_ids(item, chunks)
+        assert {cid.split(":")[0] for cid in found} == set(item.expected_docs), item.id
+
+
+def test_demo_questions_are_answerable_gold_questions(gold):
+    questions = json.loads((DEMO / "questions.json").read_text(encoding="utf-8"))
+    assert len(questions) == 6 and all(isinstance(q, str) for q in questions)
+    answerable = {item.question for item in gold.answerable()}
+    assert set(questions) <= answerable

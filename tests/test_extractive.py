@@ -1,0 +1,114 @@
+"""The extractive generator (default, no LLM): shown sentences are verbatim evidence with the right [n]."""
+
+from __future__ import annotations
+
+import pytest
+from answer_helpers import INJECTION, REFUND, SHIPPING, make_evidence, minilm_embed
+
+from rag.answer import REFUSAL_TEXT, EventKind, SentenceKind, answer_question, stream_answer
+from rag.config import Settings
+
+DEFAULT = Settings()
+
+ENGLISH = [
+    "Leave policy. Full-time employees receive 25 days of paid annual leave per year. "
+    "Unused leave of up to 5 days may be carried over to the next year.",
+    SHIPPING,
+    REFUND,
+    INJECTION,
+    "Security. Laptops must be locked with a password when unattended. "
+    "Lost devices must be reported to IT within 24 hours.",
+]
+CHINESE = [
+    "休假制度。全职员工每年享有25天带薪年假。未使用的年假最多可结转5天到下一年。",
+    "退款政策。客户可以在购买后7天内申请退款。退款将在5个工作日内退回原支付方式。",
+    "信息安全。笔记本电脑在无人看管时必须锁屏。设备丢失须在24小时内报告IT部门。",
+]
+
+
+@pytest.fixture(scope="session")
+def embed():
+    return minilm_embed()
+
+
+def assert_verbatim(answer, evidence):
+    """Every shown sentence is a substring of the chunk it cites, and each cites exactly one chunk."""
+    assert not answer.refused
+    for s in answer.sentences:
+        assert s.kind is SentenceKind.CLAIM and s.verified
+        [n] = s.citations
+        assert s.text in evidence[n - 1].text, (s.text, n)
+    for c in answer.citations:
+        assert c.quote in evidence[c.n - 1].text
+
+
+@pytest.mark.parametrize(
+    ("question", "expected_n", "must_contain"),
+    [
+        ("How many days of annual leave do full-time employees get?", 1, "25 days"),
+        ("How long do customers have to request a refund?", 3, "7 days"),
+        ("When must a lost laptop be reported?", 5, "24 hours"),
+        ("Is shipping free?", 2, "free"),
+    ],
+)
+def test_english_answers_are_verbatim_and_cited(embed, question, expected_n, must_contain):
+    _, evidence = make_evidence(ENGLISH)
+    answer = answer_question(question, evidence, DEFAULT, embed)
+    assert_verbatim(answer, evidence)
+    assert answer.generator.backend == "extractive"
+    assert expected_n in answer.sentences[0].citations + [n for s in answer.sentences for n in s.citations]
+    assert must_contain in answer.text
+    assert "42" not in answer.text and "ignore" not in answer.text.lower()
+
+
+@pytest.mark.parametrize(
+    ("question", "expected_n", "must_contain"),
+    [
+        ("全职员工每年有多少天带薪年假？", 1, "25天"),
+        ("客户可以在购买后多久申请退款？", 2, "7天"),
+        ("设备丢失后多久必须报告？", 3, "24小时"),
+    ],
+)
+def test_chinese_answers_are_verbatim_and_cited(embed, question, expected_n, must_contain):
+    _, evidence = make_evidence(CHINESE, doc_id="zh", doc_name="员工手册.pdf")
+    answer = answer_question(question, evidence, DEFAULT, embed)
+    assert_verbatim(answer, evidence)
+    assert expected_n in [n for s in answer.sentences for n in s.citations]
+    assert must_contain in answer.text
+
+
+def test_spans_are_document_offsets(embed):
+    doc, evidence = make_evidence(ENGLISH)
+    answer = answer_question("How long do customers have to request a refund?", evidence, DEFAULT, embed)
+    for c in answer.citations:
+        assert doc[c.start : c.end] == c.quote
+        assert c.start - c.chunk_char_start >= 0
+
+
+def test_unrelated_question_is_refused(embed):
+    _, evidence = make_evidence(ENGLISH)
+    answer = answer_question("What is the boiling point of liquid nitrogen on Mars?", evidence, DEFAULT, embed)
+    assert answer.refused and answer.text == REFUSAL_TEXT
+
+
+def test_overlapping_chunks_do_not_repeat_sentences(embed):
+    overlap = REFUND + " " + SHIPPING
+    _, evidence = make_evidence([REFUND, overlap])
+    answer = answer_question("How long do customers have to request a refund?", evidence, DEFAULT, embed)
+    texts = [s.text for s in answer.sentences]
+    assert len(texts) == len(set(texts))
+
+
+def test_streams_evidence_then_sentences_then_final(embed):
+    _, evidence = make_evidence(ENGLISH)
+    events = list(stream_answer("How long do customers have to request a refund?", evidence, DEFAULT, embed))
+    assert events[0].kind is EventKind.EVIDENCE and events[-1].kind is EventKind.FINAL
+    sentences = [e.sentence for e in events if e.kind is EventKind.SENTENCE]
+    assert sentences == events[-1].answer.sentences
+
+
+def test_works_without_an_embedder():
+    _, evidence = make_evidence(ENGLISH)
+    answer = answer_question("How many days of paid annual leave do full-time employees receive?", evidence, DEFAULT, None)
+    assert_verbatim(answer, evidence)
+    assert "25 days" in answer.text and "lexical only" in answer.generator.model
