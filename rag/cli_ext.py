@@ -4,6 +4,9 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
+    from rag import cli_ask
+
+    cli_ask.add_parser(sub)
     s = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = s.add_subparsers(dest="bench", required=True)
     b = bsub.add_parser("ingest", help="ingest throughput vs the raw encoder and a plain LlamaIndex build")

@@ -128,7 +128,7 @@ def run_crash(args) -> None:
         bad = [r.error for r in results if not r.ok]
         if bad:
             raise SystemExit(f"ingest failed: {bad}")
-        emit("DONE", str(step))
+        emit("DONE", f"{step} {time.time()}")
 
 
 # -- worker: a second app instance ingesting and querying at once ---------------------------------

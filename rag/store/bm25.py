@@ -7,12 +7,14 @@ app instance (or a crash between publish and rebuild) never serves stale results
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import numpy as np
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True)
@@ -68,28 +71,49 @@ class BM25Index:
         return [SparseHit(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
 
     def save(self, directory: Path) -> None:
-        """Write atomically: build in a temp dir, then swap it in."""
+        """Write atomically: build in a temp dir, then swap it in under the directory's lock.
+
+        A crash can leave ``<dir>.old`` behind (after the swap, before its removal); it is removed
+        before the next swap, else renaming onto it would fail for ever ("Directory not empty").
+        """
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=directory.parent))
         if self._retriever is not None:
             self._retriever.save(str(tmp), show_progress=False)
         (tmp / "ragscope.json").write_text(json.dumps({"version": self.version, "ids": self.ids}))
         old = directory.with_name(directory.name + ".old")
-        if directory.exists():
-            os.replace(directory, old)
-        os.replace(tmp, directory)
-        shutil.rmtree(old, ignore_errors=True)
+        with _dir_lock(directory, fcntl.LOCK_EX):
+            shutil.rmtree(old, ignore_errors=True)
+            if directory.exists():
+                os.replace(directory, old)
+            os.replace(tmp, directory)
+            shutil.rmtree(old, ignore_errors=True)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index | None:
-        """The saved index, or None when missing or unreadable (the caller rebuilds)."""
-        meta_path = directory / "ragscope.json"
-        if not meta_path.exists():
+        """The saved index, or None when missing or unreadable (the caller rebuilds).
+
+        Reads under a shared lock so that a concurrent ``save`` (another thread or process) can't
+        swap the files between reading the ids and the matrix (which would pair ids with the wrong rows).
+        """
+        if not (directory / "ragscope.json").exists():
             return None
         try:
-            meta = json.loads(meta_path.read_text())
-            retriever = bm25s.BM25.load(str(directory), show_progress=False) if meta["ids"] else None
+            with _dir_lock(directory, fcntl.LOCK_SH):
+                meta = json.loads((directory / "ragscope.json").read_text())
+                retriever = bm25s.BM25.load(str(directory), show_progress=False) if meta["ids"] else None
         except (OSError, ValueError, KeyError) as exc:
             log.warning("BM25 index at %s unreadable (%s); it will be rebuilt", directory, exc)
             return None
         return cls(retriever, list(meta["ids"]), int(meta["version"]))
+
+
+@contextmanager
+def _dir_lock(directory: Path, mode: int) -> Iterator[None]:
+    """An advisory lock beside ``directory`` (exclusive for swaps, shared for reads), across processes."""
+    with open(directory.with_name(f".{directory.name}.lock"), "a") as fh:
+        fcntl.flock(fh, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
