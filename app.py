@@ -9,10 +9,10 @@ st.set_page_config(page_title="Ragscope", page_icon="🔎", layout="wide")
 appkit.ensure_demo()
 
 pages = [
-    st.Page("pages/chat.py", title="Chat", icon="💬", default=True),
-    st.Page("pages/upload.py", title="Upload", icon="📄"),
-    st.Page("pages/inspector.py", title="Retrieval Inspector", icon="🔬"),
-    st.Page("pages/evaluation.py", title="Evaluation", icon="📊"),
+    st.Page("app_pages/chat.py", title="Chat", icon="💬", url_path="chat", default=True),
+    st.Page("app_pages/upload.py", title="Upload", icon="📄", url_path="upload"),
+    st.Page("app_pages/inspector.py", title="Retrieval Inspector", icon="🔬", url_path="inspector"),
+    st.Page("app_pages/evaluation.py", title="Evaluation", icon="📊", url_path="evaluation"),
 ]
 nav = st.navigation(pages)
 appkit.sidebar()

@@ -1,12 +1,11 @@
-"""What every page shares: cached settings, models and knowledge bases, and the sidebar.
+"""What every page shares: cached settings, models and knowledge bases, the sidebar, navigation.
 
-Heavy objects are built once per process with ``st.cache_resource``; pages never
-construct them. Nothing here computes results — that is ``rag/``'s job.
+Heavy objects are built once per process with ``st.cache_resource``; pages never construct
+them. Nothing here computes results — that is ``rag/``'s job.
 """
 
 from __future__ import annotations
 
-import html
 import os
 
 import streamlit as st
@@ -16,6 +15,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag.config import Settings  # noqa: E402
 from rag.errors import RagError  # noqa: E402
+from rag.highlight import md_escape  # noqa: E402
+
+INSPECTOR = "app_pages/inspector.py"
+CHAT = "app_pages/chat.py"
 
 
 @st.cache_resource(show_spinner=False)
@@ -35,6 +38,39 @@ def knowledge_base(name: str):
     from rag.kb import KnowledgeBase
 
     return KnowledgeBase(name, settings(), embedder())
+
+
+@st.cache_resource(show_spinner="Loading the reranker…")
+def reranker_label(name: str):
+    """The label of the reranker retrieval uses for ``name`` (built once, shared with retrieval)."""
+    from rag.retrieval.pipeline import context
+
+    return context(knowledge_base(name), settings()).reranker.label
+
+
+@st.cache_resource(show_spinner="Loading the language model…")
+def _llm():
+    from rag.answer import build_llm
+
+    return build_llm(settings())
+
+
+def llm():
+    """The configured LLM (None = extractive answers). A broken configuration ends the page with the fix."""
+    try:
+        return _llm()
+    except RagError as exc:
+        show_error(exc)
+        st.stop()
+
+
+def llm_text() -> str:
+    s = settings()
+    if s.llm in ("none", "extractive"):
+        return "none — extractive answers"
+    from rag.answer import llm_label
+
+    return str(llm_label(s, llm()))
 
 
 def kb_names() -> list[str]:
@@ -58,9 +94,14 @@ def ensure_demo() -> None:
             def progress(name: str, stage: str, fraction: float) -> None:
                 if stage == "done":
                     done.add(name)
-                bar.progress(len(done) / max(len(files), 1), text=f"{name}: {stage}")
+                bar.progress(len(done) / max(len(files), 1), text=md_escape(f"{name}: {stage}"))
 
-            ensure_demo_kb(settings(), progress=progress)
+            try:
+                ensure_demo_kb(settings(), progress=progress)
+            except RagError as exc:
+                show_error(exc)
+                status.update(label="The demo knowledge base could not be built", state="error")
+                return
             status.update(label="Demo knowledge base ready", state="complete")
     st.session_state["_demo_checked"] = True
 
@@ -73,44 +114,84 @@ def current_kb():
     try:
         return knowledge_base(name)
     except RagError as exc:
-        st.error(str(exc))
+        show_error(exc)
         st.stop()
+
+
+def request_kb(name: str) -> None:
+    """Switch the sidebar's knowledge base on the next run (the widget is already drawn in this one)."""
+    st.session_state["_want_kb"] = name
+
+
+def _pick_kb(names: list[str]) -> None:
+    wanted = st.session_state.pop("_want_kb", None)
+    if wanted is None and "kb" not in st.session_state:
+        wanted = st.query_params.get("kb")  # a fresh session opened from a link
+    if wanted in names:
+        st.session_state["kb"] = wanted
+    if st.session_state.get("kb") not in names:
+        default = settings().default_kb
+        st.session_state["kb"] = default if default in names else (names[0] if names else None)
+
+
+def _create_kb() -> None:
+    name = st.session_state.get("new_kb", "").strip()
+    st.session_state["new_kb"] = ""
+    if not name:
+        return
+    try:
+        knowledge_base(name)
+        st.session_state["kb"] = name
+    except RagError as exc:
+        st.session_state["_kb_error"] = str(exc)
 
 
 def sidebar() -> None:
     names = kb_names()
-    default = settings().default_kb
-    if "kb" not in st.session_state or st.session_state["kb"] not in names:
-        st.session_state["kb"] = default if default in names else (names[0] if names else None)
+    _pick_kb(names)
     with st.sidebar:
         if names:
             st.selectbox("Knowledge base", names, key="kb")
-        new = st.text_input("New knowledge base", key="new_kb", placeholder="name, then Enter")
-        if new and new not in names:
-            try:
-                knowledge_base(new)
-                st.session_state["kb"] = new
-                st.rerun()
-            except RagError as exc:
-                st.error(str(exc))
-        _settings_panel()
+            st.query_params["kb"] = st.session_state["kb"]  # links to this page keep the knowledge base
+        st.text_input("New knowledge base", key="new_kb", placeholder="name, then Enter", on_change=_create_kb)
+        if "_kb_error" in st.session_state:
+            st.error(md_escape(st.session_state.pop("_kb_error")))
+        if st.session_state.get("kb"):
+            _settings_panel(st.session_state["kb"])
 
 
-def _settings_panel() -> None:
+def _settings_panel(kb_name: str) -> None:
     s = settings()
     emb = embedder()
-    with st.expander(f"Settings · `{s.fingerprint()}`", expanded=False):
-        st.caption(f"Embedder: **{html.escape(emb.model_id)}** ({emb.dim}-d, {emb.max_tokens} tokens)")
-        rows = {k: v for k, v in s.public_dict().items() if k not in {"home"}}
-        st.dataframe(
-            [{"setting": k, "value": str(v)} for k, v in rows.items()],
-            hide_index=True,
-            use_container_width=True,
-            key="settings_table",
-        )
+    label = reranker_label(kb_name)
+    st.markdown(f"**Active settings** · fingerprint `{s.fingerprint()}`")
+    lines = [
+        f"Embedder: `{emb.model_id}` ({emb.dim}-d, {emb.max_tokens} tokens)",
+        f"Reranker: `{label.backend}:{label.model}`",
+        f"LLM: {md_escape(llm_text())}",
+        f"recall_k {s.recall_k} · rrf_k {s.rrf_k} · top_n {s.top_n}",
+        f"rerank threshold {s.rerank_threshold} · support threshold {s.support_threshold}",
+        f"fallback {s.fallback} · rewrite {s.rewrite}",
+    ]
+    st.caption("  \n".join(lines))
+    if label.stand_in:
+        st.warning(f"Reranker is a **stand-in**: {md_escape(label.note)}", icon="⚠️")
+    with st.expander("All settings", expanded=False):
+        rows = [{"setting": k, "value": str(v)} for k, v in s.public_dict().items()]
+        st.dataframe(rows, hide_index=True, width="stretch", key="settings_table")
         st.caption("Change settings with RAG_* environment variables (see README) and restart.")
+
+
+def open_inspector(kb_name: str, turn_id: str = "", trace_id: str = "") -> None:
+    """Go to the Inspector showing a chat turn (or a bare trace); the URL carries it too."""
+    params = {"kb": kb_name, **({"turn": turn_id} if turn_id else {}), **({"trace": trace_id} if trace_id else {})}
+    st.session_state["inspect"] = params
+    st.switch_page(INSPECTOR, query_params=params)
 
 
 def show_error(exc: Exception) -> None:
     """A user-facing error: the message with its fix, never a traceback."""
-    st.error(str(exc) if isinstance(exc, RagError) else f"Unexpected error ({type(exc).__name__}): {exc}")
+    if isinstance(exc, RagError):
+        st.error(md_escape(str(exc)), icon="⚠️")
+    else:
+        st.error(md_escape(f"Unexpected error ({type(exc).__name__}): {exc}"), icon="🛑")

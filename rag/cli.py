@@ -72,6 +72,9 @@ def cmd_delete(args) -> int:
 
 
 def cmd_search(args) -> int:
+    from rag.limits import check_query
+
+    check_query(args.query, Settings.from_env())
     kb = _kb(args)
     vec = kb.embedder.embed_query(args.query)
     for label, hits in (("dense", kb.dense_search(vec, args.k)), ("bm25", kb.sparse_search(args.query, args.k))):

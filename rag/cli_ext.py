@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from rag import cli_ask
+    from rag import cli_ask, cli_eval
 
     cli_ask.add_parser(sub)
+    cli_eval.add_parsers(sub)
     s = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = s.add_subparsers(dest="bench", required=True)
     b = bsub.add_parser("ingest", help="ingest throughput vs the raw encoder and a plain LlamaIndex build")

@@ -7,30 +7,33 @@ processes); reads never block on writes.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from rag.config import Settings
-from rag.errors import DocumentNotFound, EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError
+from rag.errors import DocumentNotFound, EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable
 from rag.ingest import pipeline
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
+from rag.limits import check_query
 from rag.models import Embedder, load_embedder
 from rag.records import ChunkRecord, DocumentRecord, Hit
+from rag.store import writer
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
 from rag.store.vectors import VectorStore
 
 log = logging.getLogger(__name__)
-KB_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
-_write_locks: dict[str, threading.Lock] = {}
+# Chroma collection names ("rag_<kb>") must end with a letter or digit.
+KB_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?$")
 _catalogs: dict[Path, Catalog] = {}
+_catalogs_lock = threading.Lock()
 
 
 def _noop(name: str, stage: str, fraction: float) -> None:
@@ -39,16 +42,17 @@ def _noop(name: str, stage: str, fraction: float) -> None:
 
 def catalog_for(settings: Settings) -> Catalog:
     path = (settings.home / "catalog.sqlite").resolve()
-    if path not in _catalogs:
-        _catalogs[path] = Catalog(path)
-    return _catalogs[path]
+    with _catalogs_lock:
+        if path not in _catalogs:
+            _catalogs[path] = Catalog(path)
+        return _catalogs[path]
 
 
 def validate_kb_name(name: str) -> str:
     if not KB_NAME.match(name or ""):
         raise RagError(
             f"'{name}' is not a valid knowledge base name.",
-            fix="Use 1-48 lower-case letters, digits, '-' or '_', starting with a letter or digit.",
+            fix="Use 1-48 lower-case letters, digits, '-' or '_', starting and ending with a letter or digit.",
         )
     return name
 
@@ -60,8 +64,8 @@ class KnowledgeBase:
         self.catalog = catalog_for(settings)
         if self.catalog.kb(name) is None and not create:
             raise KnowledgeBaseNotFound(f"There is no knowledge base named '{name}'.")
+        self.vectors = VectorStore(settings, name)  # before the embedder: a store problem fails fast
         self.embedder = embedder or load_embedder(settings)
-        self.vectors = VectorStore(settings, name)
         self._bm25: BM25Index | None = None
         self._bm25_lock = threading.Lock()
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
@@ -86,57 +90,40 @@ class KnowledgeBase:
             self.catalog.set_kb_model(self.name, self.embedder.model_id, self.embedder.dim)
 
     @contextmanager
-    def write_lock(self):
-        lock = _write_locks.setdefault(self.name, threading.Lock())
-        path = self.settings.home / "locks" / f"{self.name}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with lock, open(path, "w") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    def write_lock(self) -> Iterator[None]:
+        """One writer per knowledge base, across threads and processes (see rag.store.writer)."""
+        with writer.write_lock(self.settings, self.name):
+            yield
 
     def recover(self) -> None:
-        """Finish what a crash left: fail 'writing' revisions, drop their and retired vectors."""
-        stale = self.catalog.q(
-            "SELECT doc_id, revision, state FROM revisions WHERE kb=? AND state IN ('writing','retired')", self.name
-        )
-        if not stale and not self.catalog.q("SELECT 1 FROM jobs WHERE kb=? AND status='running'", self.name):
+        """Finish what a crashed writer left; skipped (never waits) while a live writer holds the lock."""
+        if not writer.has_leftovers(self):
             return
-        with self.write_lock():
-            self._drop_inactive()
-            with self.catalog.tx() as db:
-                db.execute(
-                    "UPDATE jobs SET status='failed', error='interrupted (process ended during the job)' "
-                    "WHERE kb=? AND status='running'",
-                    (self.name,),
-                )
+        with writer.write_lock(self.settings, self.name, blocking=False) as held:
+            if held:
+                writer.finish_interrupted(self)
+            else:
+                log.info("'%s': a writer is active; the next write finishes any leftovers", self.name)
 
     def _drop_inactive(self) -> None:
-        rows = self.catalog.q(
-            "SELECT doc_id, revision, state FROM revisions WHERE kb=? AND state IN ('writing','retired')", self.name
-        )
-        for r in rows:
-            self.vectors.delete_revision(r["doc_id"], r["revision"])
-            with self.catalog.tx() as db:
-                db.execute(
-                    "DELETE FROM chunks WHERE kb=? AND doc_id=? AND revision=?", (self.name, r["doc_id"], r["revision"])
-                )
-                new_state = "failed" if r["state"] == "writing" else "dropped"
-                db.execute(
-                    "UPDATE revisions SET state=?, text=NULL WHERE kb=? AND doc_id=? AND revision=?",
-                    (new_state, self.name, r["doc_id"], r["revision"]),
-                )
-                db.execute(
-                    "DELETE FROM documents WHERE kb=? AND id=? AND active_revision IS NULL", (self.name, r["doc_id"])
-                )
+        writer.drop_inactive(self)
+
+    def _tidy(self, when: str, refresh: bool = True) -> None:
+        """Drop replaced or unfinished vectors, rebuild BM25. A store outage only postpones this:
+        the catalog already says what is visible, and the next write or open finishes the job."""
+        try:
+            self._drop_inactive()
+            if refresh:
+                self.refresh_bm25()
+        except StoreUnavailable as exc:
+            log.warning("'%s': could not tidy up %s (%s); the next write finishes it", self.name, when, exc)
 
     # -- writes -----------------------------------------------------------------
     def ingest(self, items: list[UploadItem], progress: Progress = _noop) -> list[IngestResult]:
         """Ingest a batch; each file succeeds or fails on its own, failures leave nothing behind."""
         self.check_model()
         with self.write_lock():
+            writer.finish_interrupted(self)
             prepared, results = [], []
             for item in items:
                 out = pipeline.prepare(self, item, progress)
@@ -147,11 +134,10 @@ class KnowledgeBase:
                     pipeline.embed_and_write(self, prepared, progress)
                     pipeline.publish(self, prepared, job_id)
                 except BaseException as exc:
-                    self._drop_inactive()
                     self.catalog.finish_job(job_id, error=f"{type(exc).__name__}: {exc}")
+                    self._tidy("after a failed ingest", refresh=False)
                     raise
-                self._drop_inactive()
-                self.refresh_bm25()
+                self._tidy("after publishing")
                 for p in prepared:
                     progress(p.item.name, "done", 1.0)
             results += [p.result for p in prepared]
@@ -167,6 +153,7 @@ class KnowledgeBase:
         """Remove a document (by id or name) from Chroma, BM25 and the catalog."""
         record = self.document(doc)
         with self.write_lock():
+            writer.finish_interrupted(self)
             with self.catalog.tx() as db:
                 db.execute(
                     "UPDATE revisions SET state='retired' WHERE kb=? AND doc_id=? AND state='active'",
@@ -174,9 +161,7 @@ class KnowledgeBase:
                 )
                 db.execute("UPDATE documents SET active_revision=NULL WHERE kb=? AND id=?", (self.name, record.id))
                 db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (self.name,))
-            self._drop_inactive()
-            self.vectors.delete_document(record.id)
-            self.refresh_bm25()
+            self._tidy("after deleting")
         return record
 
     # -- documents and chunks ----------------------------------------------------
@@ -206,16 +191,20 @@ class KnowledgeBase:
         if revision is None:
             return self.catalog.document_text(self.name, doc_id)
         key = (doc_id, revision)
-        if key not in self._texts:
-            self._texts[key] = self.catalog.document_text(self.name, doc_id, revision)
-            if len(self._texts) > 256:
-                self._texts.popitem(last=False)
-        return self._texts[key]
+        text = self._texts.get(key)
+        if text is None:
+            text = self.catalog.document_text(self.name, doc_id, revision)
+            if text:  # a revision's text never changes while it has chunks; "" means dropped
+                self._texts[key] = text
+                while len(self._texts) > 256:
+                    self._texts.pop(next(iter(self._texts)), None)
+        return text
 
     def _names(self) -> dict[str, str]:
         return {r["id"]: r["name"] for r in self.catalog.q("SELECT id, name FROM documents WHERE kb=?", self.name)}
 
     def _records(self, rows) -> list[ChunkRecord]:
+        """Chunk records with their text; call inside ``catalog.snapshot()`` with the rows' read."""
         names = self._names()
         return [
             chunk_from_row(r, self.document_text(r["doc_id"], r["revision"]), names.get(r["doc_id"], "")) for r in rows
@@ -223,12 +212,19 @@ class KnowledgeBase:
 
     def chunks(self, doc: str) -> list[ChunkRecord]:
         record = self.document(doc)
-        return self._records(self.catalog.doc_chunks(self.name, record.id, record.revision))
+        with self.catalog.snapshot():
+            return self._records(self.catalog.doc_chunks(self.name, record.id, record.revision))
 
     def get_chunks(self, ids: list[str]) -> dict[str, ChunkRecord]:
-        return {c.id: c for c in self._records(self.catalog.chunk_rows(self.name, list(ids)))}
+        """Chunks by id, read in one snapshot (a concurrent drop can't leave a chunk without its text)."""
+        with self.catalog.snapshot():
+            return {c.id: c for c in self._records(self.catalog.chunk_rows(self.name, list(ids)))}
 
     def neighbours(self, chunk_id: str, before: int = 1, after: int = 1) -> list[ChunkRecord]:
+        with self.catalog.snapshot():
+            return self._neighbours(chunk_id, before, after)
+
+    def _neighbours(self, chunk_id: str, before: int, after: int) -> list[ChunkRecord]:
         rows = self.catalog.chunk_rows(self.name, [chunk_id])
         if not rows:
             return []
@@ -246,7 +242,8 @@ class KnowledgeBase:
         return self._records(near)
 
     def all_texts(self) -> list[str]:
-        return [c.text for c in self._records(list(self.catalog.active_chunk_rows(self.name)))]
+        with self.catalog.snapshot():
+            return [c.text for c in self._records(list(self.catalog.active_chunk_rows(self.name)))]
 
     def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
         if not (doc_ids or tags or date_from or date_to):
@@ -273,6 +270,7 @@ class KnowledgeBase:
         return hits
 
     def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
+        check_query(query, self.settings, allow_empty=True)
         index = self.bm25()
         allowed = None if doc_ids is None else {c for c in index.ids if c.split(":", 1)[0] in doc_ids}
         found = index.search(query, k, allowed)

@@ -11,7 +11,7 @@ import importlib.util
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +54,9 @@ class Embedder:
     dim: int
     max_tokens: int
     li_model: object  # llama_index HuggingFaceEmbedding
+    # The fast tokenizer is not thread-safe ("RuntimeError: Already borrowed" when one thread
+    # encodes while another tokenizes): app sessions and ingest share one embedder, so serialize.
+    _use: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def st_model(self):
@@ -66,9 +69,10 @@ class Embedder:
     def embed_texts(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self.st_model.encode(
-            texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )
+        with self._use:
+            vecs = self.st_model.encode(
+                texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
         return vecs.astype(np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -76,7 +80,8 @@ class Embedder:
 
     def token_len(self, text: str) -> int:
         """Tokens the model sees for ``text``, special tokens included."""
-        return len(self.st_model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
+        with self._use:
+            return len(self.st_model.tokenizer(text, add_special_tokens=True, truncation=False)["input_ids"])
 
 
 _lock = threading.Lock()

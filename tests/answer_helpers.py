@@ -28,7 +28,9 @@ def minilm_embed():
     return embed
 
 
-def make_evidence(texts: list[str], doc_id: str = "handbook", doc_name: str = "Handbook.pdf") -> tuple[str, list[Candidate]]:
+def make_evidence(
+    texts: list[str], doc_id: str = "handbook", doc_name: str = "Handbook.pdf"
+) -> tuple[str, list[Candidate]]:
     """One document made of ``texts`` (blank line between), and one Candidate per text with true offsets."""
     doc, evidence = "", []
     for i, text in enumerate(texts):

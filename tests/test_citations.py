@@ -54,7 +54,10 @@ def test_parse_citations(text, expected):
 
 
 def test_strip_citations_leaves_clean_text():
-    assert strip_citations("Refunds take 7 days [1]. Shipping is free [2, 3] .") == "Refunds take 7 days. Shipping is free."
+    assert (
+        strip_citations("Refunds take 7 days [1]. Shipping is free [2, 3] .")
+        == "Refunds take 7 days. Shipping is free."
+    )
 
 
 _plain_text = st.text(alphabet=st.characters(blacklist_characters="[]", blacklist_categories=("Cs",)), max_size=30)

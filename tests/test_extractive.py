@@ -109,6 +109,8 @@ def test_streams_evidence_then_sentences_then_final(embed):
 
 def test_works_without_an_embedder():
     _, evidence = make_evidence(ENGLISH)
-    answer = answer_question("How many days of paid annual leave do full-time employees receive?", evidence, DEFAULT, None)
+    answer = answer_question(
+        "How many days of paid annual leave do full-time employees receive?", evidence, DEFAULT, None
+    )
     assert_verbatim(answer, evidence)
     assert "25 days" in answer.text and "lexical only" in answer.generator.model

@@ -57,7 +57,7 @@ def test_valid_first_draft_is_accepted_with_spans(evidence, embed):
     assert cite.chunk_id == evidence[0].chunk_id and cite.quote in evidence[0].text
     assert answer.evidence_ids == [c.chunk_id for c in evidence]
     assert {"draft_ms", "validate_ms", "total_ms"} <= set(answer.timings_ms)
-    assert "<evidence n=\"1\"" in llm.prompts[0] and "untrusted" in llm.prompts[0]
+    assert '<evidence n="1"' in llm.prompts[0] and "untrusted" in llm.prompts[0]
 
 
 def test_bad_draft_is_corrected_naming_the_bad_citation(evidence, embed):
@@ -158,7 +158,13 @@ def test_registry(embed):
 
 
 def test_complete_json_accepts_objects_and_rejects_the_rest():
-    llm = ScriptedLLM(['```json\n{"action": "reject", "reason": "off topic"}\n```', '{"action": "clarify"}', "Sure! I think you should retry."])
+    llm = ScriptedLLM(
+        [
+            '```json\n{"action": "reject", "reason": "off topic"}\n```',
+            '{"action": "clarify"}',
+            "Sure! I think you should retry.",
+        ]
+    )
     assert complete_json(llm, "judge", ["action", "reason"]) == {"action": "reject", "reason": "off topic"}
     with pytest.raises(LLMOutputError, match="reason"):
         complete_json(llm, "judge", ["action", "reason"])
@@ -184,8 +190,13 @@ class _FakeOpenAI(BaseHTTPRequestHandler):
         words = self.reply.split(" ")
         for i, word in enumerate(words):
             delta = {"content": word + (" " if i < len(words) - 1 else "")}
-            chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": body["model"],
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+            chunk = {
+                "id": "c1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
 

@@ -113,10 +113,10 @@ def _kill(proc: subprocess.Popen) -> None:
 @pytest.mark.timeout(1500)
 def test_sigkill_at_named_and_random_points_loses_nothing(tmp_path, capsys):
     run = CrashRun(tmp_path / "home")
-    run.cycle(steps=2)  # a first state to replace
+    run.cycle(steps=3)  # a first state to replace; its batches time the random kills
+    step_time = sorted(run.step_s)[1]
     for point in CRASH_POINTS:
         run.cycle(point=point)
-    step_time = sorted(run.step_s)[len(run.step_s) // 2]
     rng = random.Random(SEED)
     for _ in range(RANDOM_KILLS):
         run.cycle(kill_after=rng.uniform(0, 3 * step_time))

@@ -26,6 +26,7 @@ _GAP_RE = re.compile(
     rf"\b{_SOURCE_WORDS}\b.{{0,60}}\b(?:do(?:es)? not|don't|doesn't|did not|cannot|can't|never)\b"
     rf"|\b(?:not|never) (?:mentioned|stated|specified|covered|given|provided|found|available)\b.{{0,40}}\b{_SOURCE_WORDS}\b"
     rf"|\bno (?:information|details?|mention|answer)\b.{{0,40}}\b{_SOURCE_WORDS}\b"
+    rf"|\b(?:can't|cannot|can not|unable to)\b.{{0,40}}\b(?:answer|tell|determine|find)\b.{{0,40}}\b{_SOURCE_WORDS}\b"
     r"|(?:文档|文件|资料|证据|材料|上下文|知识库).{0,20}(?:没有|未|并未|不|无)(?:提及|提到|说明|包含|涉及|给出|记载|写明)"
     r"|无法(?:从|根据).{0,20}(?:回答|确定|得知)",
     re.I,
@@ -97,8 +98,8 @@ def uncited_kind(text: str) -> SentenceKind:
     if _GAP_RE.search(text):
         return SentenceKind.GAP
     short = len(text.split()) <= 6 and len(CJK_RE.findall(text)) <= 12
-    if text.rstrip().endswith((":", "：")) and short:
-        return SentenceKind.CONNECTIVE
+    if short and (text.rstrip().endswith((":", "：")) or text.lstrip().startswith("#")):
+        return SentenceKind.CONNECTIVE  # "In short:" or a Markdown heading line
     return SentenceKind.CLAIM
 
 

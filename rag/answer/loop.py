@@ -36,6 +36,7 @@ from rag.errors import InvalidQuery
 from rag.retrieval.trace import Candidate
 
 MAX_CORRECTIONS = 2  # retries after the first draft
+STOP_AFTER_FAILED = 2  # failed sentences after which a draft is abandoned mid-stream
 
 
 @dataclass
@@ -139,16 +140,25 @@ def _attempts(
 def _run_attempt(
     gen: Generator, request: DraftRequest, validator: CitationValidator, clock: _Clock
 ) -> Gen[AnswerEvent, None, _Attempt]:
-    """Streams one draft; yields each sentence once it passed, until the first failure."""
+    """Streams one draft; yields each sentence once it passed. Stops drafting after
+    ``STOP_AFTER_FAILED`` failed sentences: the draft is rejected anyway, and the correction
+    names what failed so far."""
     attempt, stream = _Attempt(), SentenceStream()
+    deltas = gen.draft(request)
     since = time.perf_counter()
-    for delta in gen.draft(request):
+    for delta in deltas:
         clock.add("draft_ms", since)
         yield AnswerEvent(EventKind.DRAFT, attempt=request.attempt, text=delta)
         yield from _check_segments(stream.feed(delta), attempt, validator, request.attempt, clock)
+        if sum(not c.ok for c in attempt.checks) >= STOP_AFTER_FAILED:
+            close = getattr(deltas, "close", None)
+            if close is not None:
+                close()
+            break
         since = time.perf_counter()
-    clock.add("draft_ms", since)
-    yield from _check_segments(stream.close(), attempt, validator, request.attempt, clock)
+    else:
+        clock.add("draft_ms", since)
+        yield from _check_segments(stream.close(), attempt, validator, request.attempt, clock)
     attempt.draft = stream.text.strip()
     return attempt
 

@@ -133,9 +133,10 @@ def _embed(embed: Embed | None, texts: list[str]) -> np.ndarray | None:
     if not texts:
         return np.zeros((0, 1), dtype=np.float32)
     vectors = np.asarray(embed(texts), dtype=np.float32)
-    if vectors.shape[0] != len(texts):
-        raise ValueError(f"embed returned {vectors.shape[0]} vectors for {len(texts)} texts")
-    return vectors
+    if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+        raise ValueError(f"embed returned shape {vectors.shape} for {len(texts)} texts")
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)  # cosine needs unit vectors
 
 
 def _cosine(claim_vec: np.ndarray | None, vecs: np.ndarray | None, i: int, j: int) -> float | None:

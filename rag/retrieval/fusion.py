@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from rag.records import ChunkRecord, Hit
 
 RRF_K = 60  # Cormack et al. 2009
 
 
-class Source(str, Enum):
+class Source(StrEnum):
     DENSE = "dense"
     SPARSE = "sparse"
 
@@ -43,6 +43,7 @@ class Fused:
     fused_rank: int = 0
     fused_score: float = 0.0
     found_by: list[int] = field(default_factory=list)
+    dense_by_query: dict[int, float] = field(default_factory=dict)  # query index -> dense score
 
     @property
     def chunk_id(self) -> str:
@@ -67,6 +68,8 @@ def rrf_fuse(lists: Sequence[RankedList], k: int = RRF_K) -> list[Fused]:
             cand = pool.setdefault(hit.chunk.id, Fused(chunk=hit.chunk))
             cand.fused_score += 1.0 / (k + rank)
             _keep_best(cand, ranked.source, rank, hit.score)
+            if ranked.source is Source.DENSE:
+                cand.dense_by_query.setdefault(ranked.query_index, float(hit.score))
             if ranked.query_index not in cand.found_by:
                 cand.found_by.append(ranked.query_index)
     ordered = sorted(pool.values(), key=_order_key)

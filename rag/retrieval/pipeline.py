@@ -17,7 +17,7 @@ from typing import Any
 from rag.config import Settings
 from rag.errors import InvalidQuery, LimitExceeded
 from rag.retrieval import evidence, fallback
-from rag.retrieval.recall import Attempt, Recall, to_candidates
+from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Dropped, FallbackAction, FallbackDecision, Trace
@@ -37,29 +37,38 @@ class _Context:
 
 
 _lock = threading.Lock()
-_contexts: dict[tuple, _Context] = {}
-_acronyms: dict[tuple[str, int], dict[str, str]] = {}
+
+
+def _cache(kb) -> dict:
+    """Per-knowledge-base-object cache (contexts, mined acronyms); lives and dies with ``kb``."""
+    with _lock:
+        return kb.__dict__.setdefault("_retrieval_cache", {})
 
 
 def context(kb, settings: Settings) -> _Context:
     """Vector cache and reranker for ``kb`` under ``settings`` (built once, then reused)."""
-    key = (id(kb), kb.name, settings.reranker, settings.reranker_model, settings.device)
+    key = ("ctx", settings.reranker, settings.reranker_model, settings.device)
+    cache = _cache(kb)
     with _lock:
-        if key not in _contexts:
+        if key not in cache:
             store = getattr(kb, "vectors", None)
             lookup = getattr(kb, "get_embeddings", None) or getattr(store, "get_embeddings", None)
             vectors = EmbedderVectors(kb.embedder, lookup)
-            _contexts[key] = _Context(vectors, make_reranker(settings, vectors, kb.embedder.model_id))
-        return _contexts[key]
+            cache[key] = _Context(vectors, make_reranker(settings, vectors, kb.embedder.model_id))
+        return cache[key]
 
 
 def acronyms_for(kb) -> dict[str, str]:
     """Acronyms mined from the corpus, cached per index revision."""
-    key = (kb.name, kb.index_revision)
-    with _lock:
-        if key not in _acronyms:
-            _acronyms[key] = mine_acronyms(kb.all_texts())
-        return _acronyms[key]
+    key = ("acronyms", kb.index_revision)
+    cache = _cache(kb)
+    if key not in cache:
+        found = mine_acronyms(kb.all_texts())
+        with _lock:
+            for old in [k for k in cache if k[0] == "acronyms"]:
+                del cache[old]
+            cache[key] = found
+    return cache[key]
 
 
 def validate_question(question: str, settings: Settings) -> str:
@@ -158,7 +167,7 @@ def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decis
     top.sort(key=lambda c: c.rerank_rank)
     for c in cands:
         if c.rerank_rank is not None and c.rerank_rank > settings.top_n:
-            c.dropped_by = Dropped.RERANK_CUT
+            c.dropped_by = Dropped.RECALL_CUT if widened_only(c, attempt, settings.recall_k) else Dropped.RERANK_CUT
     pool = {c.chunk_id: c for c in cands}
     t = time.perf_counter()
     if decision.action is FallbackAction.ANSWER:

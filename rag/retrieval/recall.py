@@ -56,7 +56,7 @@ class Recall:
         vecs = self.vectors.query_vectors([q.text for q in self.queries])
         self._add("embed", (time.perf_counter() - t) * 1000)
         lists: list[RankedList] = []
-        for i, (q, vec) in enumerate(zip(self.queries, vecs)):
+        for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=True)):
             hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
             self._add("dense", ms)
             q.dense_ids = [h.chunk.id for h in hits]
@@ -97,9 +97,12 @@ def to_candidates(attempt: Attempt, ranked: RankedResults, base_k: int, pool_siz
         )
         if c.id in scores:
             row.rerank_rank, row.rerank_score = scores[c.id].rank, scores[c.id].score
-        elif attempt.recall_k > base_k and all(r is None or r > base_k for r in (f.dense_rank, f.sparse_rank)):
-            row.dropped_by = Dropped.RECALL_CUT
         else:
-            row.dropped_by = Dropped.FUSION_CUT
+            row.dropped_by = Dropped.RECALL_CUT if widened_only(row, attempt, base_k) else Dropped.FUSION_CUT
         rows.append(row)
     return rows
+
+
+def widened_only(row: Candidate, attempt: Attempt, base_k: int) -> bool:
+    """Seen only because a wider retry looked past ``base_k`` in every retriever."""
+    return attempt.recall_k > base_k and all(r is None or r > base_k for r in (row.dense_rank, row.sparse_rank))

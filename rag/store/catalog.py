@@ -50,10 +50,25 @@ class Catalog:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # also when COMMIT itself failed (e.g. busy): never leave it open
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one committed state (a read transaction; WAL keeps writers unblocked)."""
+        conn = self._conn()
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
     def q(self, sql: str, *args) -> list[sqlite3.Row]:
         return self._conn().execute(sql, args).fetchall()

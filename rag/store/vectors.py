@@ -7,10 +7,16 @@ code path serves the embedded PersistentClient and an HttpClient.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, TypeVar
 
 import chromadb
+import httpx
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
@@ -23,6 +29,9 @@ from rag.records import ChunkRecord
 log = logging.getLogger(__name__)
 _clients: dict[tuple, chromadb.api.ClientAPI] = {}
 _lock = threading.Lock()
+_store_locks: dict[Path, IO[str]] = {}  # embedded stores this process owns (held until exit)
+PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this time is "down"
+T = TypeVar("T")
 
 
 def chroma_client(settings: Settings) -> chromadb.api.ClientAPI:
@@ -41,8 +50,10 @@ def _make_client(settings: Settings) -> chromadb.api.ClientAPI:
     if not settings.server_mode:
         path = settings.home / "chroma"
         path.mkdir(parents=True, exist_ok=True)
+        _own_embedded_store(path)
         return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
     headers = {"Authorization": f"Bearer {settings.chroma_token}"} if settings.chroma_token else None
+    _preflight(settings, headers or {})
     try:
         client = chromadb.HttpClient(
             host=settings.chroma_host,
@@ -59,6 +70,54 @@ def _make_client(settings: Settings) -> chromadb.api.ClientAPI:
     return client
 
 
+def _own_embedded_store(path: Path) -> None:
+    """Refuse a second process on one embedded store: Chroma's embedded mode is single-process.
+
+    Measured with chromadb 1.5.9: two processes writing one PersistentClient directory lose
+    vectors from the HNSW index ("Error getting embedding"), and a reader process beside a
+    writer gets "Error creating hnsw segment reader" and partial results.
+    """
+    key = path.resolve()
+    if key in _store_locks:
+        return
+    fh = open(path.parent / "chroma.lock", "a+")  # noqa: SIM115 - held open for the process lifetime
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "unknown"
+        fh.close()
+        raise StoreUnavailable(
+            f"The embedded vector store in {path} is open in another process (pid {holder}); "
+            "embedded Chroma is safe for one process at a time.",
+            fix=(
+                "Close the other app or command, or run a Chroma server (`chroma run --path DIR`) and set "
+                "RAG_CHROMA_HOST and RAG_CHROMA_PORT so that several processes can share it."
+            ),
+        ) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(str(os.getpid()))
+    fh.flush()
+    _store_locks[key] = fh
+
+
+def _preflight(settings: Settings, headers: dict[str, str]) -> None:
+    """One bounded heartbeat: 'down' and 'token refused' each get their own message and fix."""
+    where = f"{settings.chroma_host}:{settings.chroma_port}"
+    url = f"{'https' if settings.chroma_ssl else 'http'}://{where}/api/v2/heartbeat"
+    try:
+        response = httpx.get(url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S)
+    except httpx.HTTPError as exc:
+        raise StoreUnavailable(f"Cannot reach the Chroma server at {where} ({type(exc).__name__}: {exc}).") from exc
+    if response.status_code in (401, 403):
+        sent = "the token in RAG_CHROMA_TOKEN was refused" if settings.chroma_token else "no token was sent"
+        raise StoreUnavailable(
+            f"The Chroma server at {where} requires authentication (HTTP {response.status_code}): {sent}.",
+            fix="Set RAG_CHROMA_TOKEN to the token that the server (or its auth proxy) expects.",
+        )
+
+
 def forget_client(settings: Settings) -> None:
     """Drop a cached client (after a server restart) so the next call reconnects."""
     key = (str(settings.home), settings.chroma_host, settings.chroma_port, settings.chroma_token, settings.chroma_ssl)
@@ -72,14 +131,41 @@ class VectorStore:
     def __init__(self, settings: Settings, kb: str) -> None:
         self.settings = settings
         self.collection_name = f"rag_{kb}"
-        client = chroma_client(settings)
+        self._open()
+
+    def _open(self) -> None:
+        client = chroma_client(self.settings)
         try:
             self.collection = client.get_or_create_collection(
                 self.collection_name, metadata={"hnsw:space": "cosine"}, embedding_function=None
             )
+        except httpx.TransportError as exc:
+            forget_client(self.settings)
+            raise StoreUnavailable(f"Lost the Chroma server while opening '{self.collection_name}': {exc}.") from exc
         except Exception as exc:
             raise StoreUnavailable(f"Chroma refused collection '{self.collection_name}': {exc}.") from exc
         self.li_store = ChromaVectorStore(chroma_collection=self.collection)
+
+    def _call(self, op: str, fn: Callable[[], T]) -> T:
+        """Run one Chroma operation; in server mode, reconnect and retry once after a connection error.
+
+        A restarted server drops the pooled connections (and may have been down for a while): the
+        cached client is forgotten, a new one is made (heartbeat first) and the operation repeated.
+        """
+        try:
+            return fn()
+        except httpx.TransportError as exc:
+            if not self.settings.server_mode:
+                raise
+            log.warning("Chroma %s failed (%s: %s); reconnecting once", op, type(exc).__name__, exc)
+        forget_client(self.settings)
+        self._open()  # StoreUnavailable with the fix when the server is still down
+        try:
+            return fn()
+        except httpx.TransportError as exc:
+            forget_client(self.settings)
+            where = f"{self.settings.chroma_host}:{self.settings.chroma_port}"
+            raise StoreUnavailable(f"Lost the Chroma server at {where} during {op} ({exc}).") from exc
 
     def add(self, chunks: list[ChunkRecord], embeddings: np.ndarray) -> None:
         nodes = []
@@ -89,40 +175,46 @@ class VectorStore:
             # LlamaIndex writes the node's source id into the doc_id/ref_doc_id metadata keys.
             node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=chunk.doc_id)
             nodes.append(node)
-        self.li_store.add(nodes)
+        self._call("add", lambda: self.li_store.add(nodes))
 
     def query(self, vec: np.ndarray, k: int, where: dict | None = None) -> list[tuple[str, str, dict, float]]:
         """(chunk id, text, metadata, cosine similarity), best first."""
         if k <= 0 or self.count() == 0:
             return []
-        res = self.collection.query(
-            query_embeddings=[vec.tolist()],
-            n_results=k,
-            where=where or None,
-            include=["documents", "metadatas", "distances"],
+        res = self._call(
+            "query",
+            lambda: self.collection.query(
+                query_embeddings=[vec.tolist()],
+                n_results=k,
+                where=where or None,
+                include=["documents", "metadatas", "distances"],
+            ),
         )
         rows = zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=False)
         return [(cid, text or "", meta or {}, 1.0 - float(dist)) for cid, text, meta, dist in rows]
 
     def delete_revision(self, doc_id: str, revision: int) -> None:
-        self.collection.delete(where={"rev_key": f"{doc_id}:{revision}"})
+        self._call("delete", lambda: self.collection.delete(where={"rev_key": f"{doc_id}:{revision}"}))
 
     def delete_document(self, doc_id: str) -> None:
-        self.li_store.delete(ref_doc_id=doc_id)
+        self._call("delete", lambda: self.li_store.delete(ref_doc_id=doc_id))
 
     def count(self) -> int:
-        return self.collection.count()
+        return self._call("count", lambda: self.collection.count())
 
     def all_items(self, batch: int = 2000):
         """Yield (id, text, metadata) for every stored vector (BM25 rebuild, export)."""
         offset = 0
         while True:
-            got = self.collection.get(limit=batch, offset=offset, include=["documents", "metadatas"])
+            got = self._call(
+                "get",
+                lambda at=offset: self.collection.get(limit=batch, offset=at, include=["documents", "metadatas"]),
+            )
             if not got["ids"]:
                 return
             yield from zip(got["ids"], got["documents"], got["metadatas"], strict=False)
             offset += len(got["ids"])
 
     def get_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
-        got = self.collection.get(ids=ids, include=["embeddings"])
+        got = self._call("get", lambda: self.collection.get(ids=ids, include=["embeddings"]))
         return {cid: np.asarray(e, dtype=np.float32) for cid, e in zip(got["ids"], got["embeddings"], strict=False)}

@@ -54,6 +54,21 @@ class VectorSource(Protocol):
     def chunk_vectors(self, chunks: Sequence[ChunkRecord]) -> np.ndarray: ...
 
 
+def query_cosines(vectors: VectorSource, query: str, candidates: Sequence[Fused]) -> np.ndarray:
+    """Cosine of ``query`` (the original question, query 0) with each candidate.
+
+    The dense retriever already scored its own hits for query 0; only the others need vectors."""
+    known = {i: c.dense_by_query[0] for i, c in enumerate(candidates) if 0 in c.dense_by_query}
+    cos = np.zeros(len(candidates), dtype=np.float64)
+    missing = [i for i in range(len(candidates)) if i not in known]
+    if missing:
+        vecs = vectors.chunk_vectors([candidates[i].chunk for i in missing])
+        cos[missing] = vecs @ vectors.query_vector(query)
+    for i, value in known.items():
+        cos[i] = value
+    return cos
+
+
 class Reranker(ABC):
     """Scores fused candidates for a query. Subclasses implement ``_score`` only."""
 
@@ -107,7 +122,7 @@ class EmbedderVectors:
         """Embed several queries in one batch (cheaper than one at a time), caching each."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._queries]
         if missing:
-            for text, vec in zip(missing, self.embedder.embed_texts(missing)):
+            for text, vec in zip(missing, self.embedder.embed_texts(missing), strict=True):
                 self._put(self._queries, text, np.asarray(vec, dtype=np.float32))
         return [self.query_vector(t) for t in texts]
 
@@ -118,9 +133,11 @@ class EmbedderVectors:
             found.update(self.lookup([c.id for c in missing]))
             missing = [c for c in missing if c.id not in found]
         if missing:
-            found.update(zip((c.id for c in missing), self.embedder.embed_texts([c.text for c in missing])))
+            found.update(
+                zip((c.id for c in missing), self.embedder.embed_texts([c.text for c in missing]), strict=True)
+            )
         vecs = [np.asarray(found[c.id], dtype=np.float32) for c in chunks]
-        for c, vec in zip(chunks, vecs):
+        for c, vec in zip(chunks, vecs, strict=True):
             self._put(self._chunks, c.id, vec)
         return np.stack(vecs) if vecs else np.zeros((0, 0), np.float32)
 

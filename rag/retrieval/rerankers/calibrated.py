@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from rag.retrieval.fusion import Fused
-from rag.retrieval.rerankers.base import Reranker, VectorSource
+from rag.retrieval.rerankers.base import Reranker, VectorSource, query_cosines
 from rag.retrieval.rerankers.calibration import Calibration
 from rag.retrieval.trace import ModelLabel
 
@@ -29,6 +29,14 @@ def _recip(ranks: list[int | None]) -> np.ndarray:
     return np.array([1.0 / r if r else 0.0 for r in ranks], dtype=np.float64)
 
 
+def _per_doc(cands: Sequence[Fused], values: np.ndarray, how) -> np.ndarray:
+    """``how`` (max, len) of ``values`` over the candidates of each candidate's document."""
+    groups: dict[str, list[float]] = {}
+    for c, v in zip(cands, values, strict=True):
+        groups.setdefault(c.chunk.doc_id, []).append(float(v))
+    return np.array([how(groups[c.chunk.doc_id]) for c in cands], dtype=np.float64)
+
+
 FEATURES: dict[str, Feature] = {
     "cos": lambda c, cos: cos,
     "cos_gap": lambda c, cos: cos - cos.max(),
@@ -37,6 +45,9 @@ FEATURES: dict[str, Feature] = {
     "in_sparse": lambda c, cos: (_sparse(c) > 0).astype(np.float64),
     "rr_dense": lambda c, cos: _recip([x.dense_rank for x in c]),
     "rr_sparse": lambda c, cos: _recip([x.sparse_rank for x in c]),
+    "doc_max_cos": lambda c, cos: _per_doc(c, cos, max),
+    "doc_bm25_rel": lambda c, cos: _per_doc(c, _sparse(c) / max(_sparse(c).max(), 1e-9), max),
+    "doc_hits": lambda c, cos: np.log(_per_doc(c, cos, len)),
 }
 
 
@@ -66,5 +77,5 @@ class CalibratedReranker(Reranker):
         self.cal = calibration
 
     def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
-        cos = self.vectors.chunk_vectors([c.chunk for c in candidates]) @ self.vectors.query_vector(query)
+        cos = query_cosines(self.vectors, query, candidates)
         return probability(self.cal, feature_matrix(self.cal.features, candidates, cos))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag.retrieval.fusion import Fused
-from rag.retrieval.rerankers.base import Reranker, VectorSource
+from rag.retrieval.rerankers.base import Reranker, VectorSource, query_cosines
 from rag.retrieval.rerankers.calibration import Calibration
 from rag.retrieval.trace import ModelLabel
 
@@ -38,5 +38,5 @@ class DenseReranker(Reranker):
         self.a, self.b = calibration.dense_platt
 
     def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
-        cos = self.vectors.chunk_vectors([c.chunk for c in candidates]) @ self.vectors.query_vector(query)
+        cos = query_cosines(self.vectors, query, candidates)
         return 1.0 / (1.0 + np.exp(-(self.a * cos + self.b)))

@@ -1,0 +1,152 @@
+"""Chat: questions answered only from retrieved evidence, every sentence with a checked citation."""
+
+import uuid
+
+import streamlit as st
+
+import appkit
+from rag import service
+from rag.answer import EventKind
+from rag.chatview import (
+    INSPECTOR_CONVERSATION,
+    AnswerStream,
+    answer_markdown,
+    conversation_labels,
+    evidence_cards,
+    footnotes,
+    outcome,
+)
+from rag.demo import DEMO_KB, example_questions
+from rag.highlight import md_escape
+
+st.title("Chat")
+kb = appkit.current_kb()
+if kb is None:
+    st.info("Create a knowledge base in the sidebar first.")
+    st.stop()
+if not kb.documents():
+    st.info("This knowledge base has no documents yet. Add some on the Upload page.")
+    st.page_link("app_pages/upload.py", label="Go to Upload", icon="📄")
+    st.stop()
+
+
+def _new_conversation() -> None:
+    st.session_state["conversation"] = uuid.uuid4().hex[:12]
+
+
+def _conversation_options() -> dict[str, str]:
+    order = [c for c in service.conversations(kb) if c != INSPECTOR_CONVERSATION]
+    if "conversation" not in st.session_state:
+        wanted = st.query_params.get("c") or st.session_state.get("_conversation")
+        st.session_state["conversation"] = wanted or (order[0] if order else uuid.uuid4().hex[:12])
+    current = st.session_state["conversation"]
+    labels = conversation_labels(order, service.recent_turns(kb, 500))
+    return labels if current in labels else {current: "New conversation", **labels}
+
+
+def _cards(evidence) -> None:
+    with st.expander(f"Evidence ({len(evidence)} chunks)", expanded=False):
+        for card in evidence_cards(evidence):
+            score = f" · rerank {card.score:.2f}" if card.score is not None else ""
+            extra = " · neighbour" if card.neighbour else ""
+            st.markdown(f":gray-badge[{card.n}] {card.where}{score}{extra}")
+            st.text(card.text)
+
+
+def _sources(turn) -> None:
+    notes = footnotes(turn.answer, kb.document_text)
+    for note in notes:
+        with st.container(border=True):
+            left, right = st.columns([5, 1], vertical_alignment="center")
+            left.markdown(f":blue-badge[{note.n}] {note.where} · support {note.support:.2f}")
+            right.page_link(
+                appkit.INSPECTOR,
+                label="Inspect",
+                icon="🔬",
+                query_params={"kb": kb.name, "turn": turn.id, "cite": str(note.n)},
+            )
+            st.html(note.html)
+
+
+def _outcome(answer) -> None:
+    kind, reason = outcome(answer)
+    if kind == "clarify":
+        st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon="❓")
+        st.caption(f"Why: {md_escape(reason)}")
+    elif kind == "refusal":
+        st.warning(f"**Not answered** — {md_escape(answer.text)}", icon="🚫")
+        st.caption(f"Why: {md_escape(reason)}")
+    else:
+        st.markdown(answer_markdown(answer.text))
+
+
+def _turn(turn) -> None:
+    with st.chat_message("user"):
+        st.markdown(md_escape(turn.question))
+    with st.chat_message("assistant"):
+        trace = service.load_trace(kb, turn.trace_id)
+        if trace is not None and trace.evidence():
+            _cards(trace.evidence())
+        _outcome(turn.answer)
+        if not turn.answer.refused:
+            _sources(turn)
+        st.page_link(
+            appkit.INSPECTOR,
+            label="Open this turn in the Inspector",
+            icon="🔬",
+            query_params={"kb": kb.name, "turn": turn.id},
+        )
+
+
+def _ask(question: str, conversation: str) -> bool:
+    """Stream one turn: evidence first, then only verified sentences; False when it failed."""
+    with st.chat_message("user"):
+        st.markdown(md_escape(question))
+    with st.chat_message("assistant"):
+        status = st.status("Retrieving evidence…", expanded=False)
+        cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
+        view = AnswerStream()
+        try:
+            for kind, payload in service.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
+                if kind == "trace":
+                    status.update(label=f"Retrieved in {payload.timings_ms.get('total', 0):.0f} ms", state="complete")
+                    continue
+                if kind != "event":
+                    continue
+                view.feed(payload)
+                if payload.kind is EventKind.EVIDENCE and view.evidence:
+                    with cards:
+                        _cards(view.evidence)
+                answer_box.markdown(view.verified_markdown)
+                note = f"Draft, not yet verified: {md_escape(view.draft[-240:])}" if view.draft else ""
+                draft_box.caption(note + (f" · {view.rejected} draft(s) rejected" if view.rejected else ""))
+        except Exception as exc:  # shown with its fix; the conversation is unchanged
+            status.update(label="Failed", state="error")
+            appkit.show_error(exc)
+            return False
+    return True
+
+
+options = _conversation_options()
+top = st.columns([4, 1], vertical_alignment="bottom")
+top[0].selectbox("Conversation", list(options), format_func=options.get, key="conversation")
+top[1].button("New conversation", key="new_conversation", on_click=_new_conversation, icon="➕")
+conversation = st.session_state["_conversation"] = st.session_state["conversation"]
+st.query_params["c"] = conversation
+
+history = service.history(kb, conversation)
+for past in history:
+    _turn(past)
+
+if not history:
+    st.caption("Ask anything about the documents in this knowledge base.")
+    if kb.name == DEMO_KB:
+        cols = st.columns(2)
+        for i, q in enumerate(example_questions()):
+            if cols[i % 2].button(q, key=f"example_{i}", width="stretch"):
+                st.session_state["pending_question"] = q
+
+question = st.chat_input("Ask a question about your documents", key="chat_input")
+question = question or st.session_state.pop("pending_question", None)
+if question and _ask(question, conversation):
+    st.rerun()

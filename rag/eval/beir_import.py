@@ -1,0 +1,96 @@
+"""Import a BEIR dataset as a knowledge base plus a gold set.
+
+The corpus is streamed and ingested in batches (``INGEST_BATCH`` documents per
+``KnowledgeBase.ingest`` call), each document as ``<id>.txt`` (title, blank line, text:
+:func:`rag.eval.beir.beir_document`, the same files ``python -m rag bench beir`` ingests).
+Documents already in the knowledge base under that name are not read again, so an
+interrupted import resumes and a finished one costs a corpus scan.
+
+With ``limit`` only the first N corpus documents are ingested and the gold set keeps the
+queries whose relevant documents are all among them (hard negatives outside are dropped).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rag.eval.beir import BeirData, beir_doc_name, beir_document, beir_to_goldset, iter_corpus, load_beir
+from rag.eval.goldset import GoldSet
+from rag.ingest.pipeline import UploadItem
+
+log = logging.getLogger(__name__)
+INGEST_BATCH = 500
+ImportProgress = Callable[[int, str], None]  # (documents seen, message)
+
+
+@dataclass
+class BeirImport:
+    gold: GoldSet
+    documents: int  # corpus documents considered
+    ingested: int  # added in this import
+    present: int  # already in the knowledge base
+    failed: list[str] = field(default_factory=list)  # document names that could not be ingested
+    dropped_queries: int = 0  # judged queries left out (relevant documents not ingested)
+
+
+def import_beir(
+    kb, path: str | Path, split: str = "test", limit: int = 0, progress: ImportProgress | None = None
+) -> BeirImport:
+    """Ingest the corpus of the BEIR folder ``path`` into ``kb`` and build the ``split`` gold set."""
+    data = load_beir(path, split, load_corpus=False)
+    present = {d.name for d in kb.documents()}
+    kept: set[str] = set()
+    failed: list[str] = []
+    batch: list[UploadItem] = []
+    seen = ingested = 0
+    for doc_id, doc in iter_corpus(path):
+        if limit and seen >= limit:
+            break
+        seen += 1
+        kept.add(doc_id)
+        name, body = beir_document(doc_id, doc)
+        if name not in present:
+            batch.append(UploadItem(name, body))
+        if len(batch) >= INGEST_BATCH:
+            ingested += _ingest(kb, batch, failed)
+            batch = []
+            if progress:
+                progress(seen, f"{seen} documents read, {ingested} ingested")
+    if batch:
+        ingested += _ingest(kb, batch, failed)
+    if progress:
+        progress(seen, f"{seen} documents read, {ingested} ingested, {len(failed)} failed")
+    lost = set(failed)
+    kept = {d for d in kept if beir_doc_name(d) not in lost}
+    restricted, dropped = restrict(data, kept)
+    gold = beir_to_goldset(restricted, name=f"{data.name}-{split}")
+    return BeirImport(gold, seen, ingested, seen - ingested - len(failed), failed, dropped)
+
+
+def _ingest(kb, batch: list[UploadItem], failed: list[str]) -> int:
+    results = kb.ingest(batch)
+    for r in results:
+        if not r.ok:
+            log.warning("could not ingest %s: %s", r.name, r.error)
+            failed.append(r.name)
+    return sum(1 for r in results if r.ok)
+
+
+def restrict(data: BeirData, doc_ids: set[str]) -> tuple[BeirData, int]:
+    """``data`` with only the queries whose relevant documents are all in ``doc_ids`` and
+    judgements pointing inside it; returns it and how many judged queries were dropped."""
+    qrels: dict[str, dict[str, int]] = {}
+    for qid, rels in data.qrels.items():
+        positives = [d for d, score in rels.items() if score > 0]
+        if positives and all(d in doc_ids for d in positives):
+            qrels[qid] = {d: s for d, s in rels.items() if d in doc_ids}
+    meta = {}
+    for qid, m in data.query_meta.items():
+        if qid in qrels:
+            meta[qid] = {**m, "neg_ids": [n for n in m.get("neg_ids", []) if str(n) in doc_ids]}
+    queries = {qid: text for qid, text in data.queries.items() if qid in qrels}
+    restricted = BeirData(data.name, data.split, {}, queries, qrels, meta)
+    return restricted, len(data.qrels) - len(qrels)

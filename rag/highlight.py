@@ -1,0 +1,117 @@
+"""Safe display of document text: HTML escaping first, then ``<mark>`` highlighting of spans.
+
+Everything a page shows from a document, a filename or a model passes through here.
+``highlight`` cuts the *raw* text at the span offsets, escapes every piece, and only then
+joins them with ``<mark>`` tags, so no character of the input can ever become markup.
+``md_escape`` does the same job for Markdown contexts (captions, labels, answers).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+MARK_STYLE = "background:#ffe58a;color:inherit;padding:0 1px;border-radius:2px"
+NEIGHBOUR_STYLE = "opacity:.6"
+PASSAGE_STYLE = (
+    "white-space:pre-wrap;font-family:inherit;font-size:.92rem;line-height:1.5;"
+    "border-left:3px solid #c9d3e0;padding:.4rem .8rem;margin:.2rem 0 .6rem 0"
+)
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}()<>#+\-.!|~$:^=&])")
+
+
+class Span(NamedTuple):
+    """A highlighted stretch ``text[start:end]``; ``label`` names it (e.g. the citation number)."""
+
+    start: int
+    end: int
+    label: str = ""
+
+
+class Excerpt(NamedTuple):
+    """A window of a longer text around some spans, with the spans moved into it."""
+
+    text: str
+    spans: tuple[Span, ...]
+    cut_before: bool
+    cut_after: bool
+
+
+def escape(text: str) -> str:
+    """HTML-escape ``text`` (quotes included); ``None`` becomes ''."""
+    return html.escape(text or "", quote=True)
+
+
+def md_escape(text: str) -> str:
+    """Text that Streamlit Markdown shows literally: no markup, links, math, HTML or emoji codes."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text or "")).replace("\n", "  \n")
+
+
+def merge_spans(spans: Iterable[Span], length: int) -> list[Span]:
+    """Clamp spans to ``[0, length]``, drop empty ones, and merge overlaps (labels joined)."""
+    clean = sorted(
+        (Span(max(0, s.start), min(length, s.end), s.label) for s in spans if min(length, s.end) > max(0, s.start)),
+        key=lambda s: (s.start, s.end),
+    )
+    merged: list[Span] = []
+    for s in clean:
+        if merged and s.start <= merged[-1].end:
+            last = merged[-1]
+            labels = [x for x in dict.fromkeys((*last.label.split(","), *s.label.split(","))) if x]
+            merged[-1] = Span(last.start, max(last.end, s.end), ",".join(labels))
+        else:
+            merged.append(s)
+    return merged
+
+
+def highlight(text: str, spans: Iterable[Span] = ()) -> str:
+    """``text`` as HTML with every span wrapped in ``<mark>``; all text escaped before marking up."""
+    text = text or ""
+    out, pos = [], 0
+    for s in merge_spans(spans, len(text)):
+        out.append(escape(text[pos : s.start]))
+        title = f' title="[{escape(s.label)}]"' if s.label else ""
+        out.append(f'<mark style="{MARK_STYLE}"{title}>{escape(text[s.start : s.end])}</mark>')
+        pos = s.end
+    out.append(escape(text[pos:]))
+    return "".join(out)
+
+
+def excerpt(text: str, spans: Sequence[Span], context: int = 240) -> Excerpt:
+    """The part of ``text`` from ``context`` characters before the first span to as many after the last."""
+    live = merge_spans(spans, len(text or ""))
+    if not live:
+        body = (text or "")[: 2 * context]
+        return Excerpt(body, (), False, len(text or "") > len(body))
+    lo = max(0, live[0].start - context)
+    hi = min(len(text), live[-1].end + context)
+    moved = tuple(Span(s.start - lo, s.end - lo, s.label) for s in live)
+    return Excerpt(text[lo:hi], moved, lo > 0, hi < len(text))
+
+
+def passage_html(
+    text: str, spans: Iterable[Span] = (), dim: bool = False, cut: tuple[bool, bool] = (False, False)
+) -> str:
+    """A block of source text with highlighted spans, ready for ``st.html``."""
+    style = PASSAGE_STYLE + (";" + NEIGHBOUR_STYLE if dim else "")
+    before = "… " if cut[0] else ""
+    after = " …" if cut[1] else ""
+    return f'<div class="rs-passage" style="{style}">{before}{highlight(text, spans)}{after}</div>'
+
+
+def excerpt_html(text: str, spans: Sequence[Span], context: int = 240) -> str:
+    """``passage_html`` of the window around ``spans``."""
+    ex = excerpt(text, spans, context)
+    return passage_html(ex.text, ex.spans, cut=(ex.cut_before, ex.cut_after))
+
+
+def breadcrumb(doc: str, page: int | None = None, heading_path: Sequence[str] = ()) -> str:
+    """``doc · p. 3 · A › B`` escaped for Markdown."""
+    parts = [f"**{md_escape(doc)}**"]
+    if page:
+        parts.append(f"p. {page}")
+    if heading_path:
+        parts.append(" › ".join(md_escape(h) for h in heading_path))
+    return " · ".join(parts)

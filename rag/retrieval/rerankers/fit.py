@@ -1,0 +1,179 @@
+"""Fit the offline default reranker on a BEIR *train* split and write ``calibration.json``.
+
+    python -m rag.retrieval.rerankers.fit ../shared/bench/scifact [--split train] [--write]
+
+For every judged query it runs the real recall (rewrite, dense + BM25, RRF) on the benchmark
+knowledge base, takes the reranker's pool (top 2 * recall_k fused chunks), and labels each chunk
+relevant when its document is in the qrels. It then measures each candidate ordering (RRF,
+dense cosine, logistic regressions over feature sets), picks the feature set with the best
+nDCG@10 that does not fall below RRF, fits a Platt scale for the dense backend, and picks the
+threshold that best separates "the answer is in the pool" from "the qrels' documents removed"
+(balanced accuracy). Test qrels are never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from rag.config import Settings
+from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
+from rag.eval.metrics import mean, ndcg_at_k
+from rag.retrieval.fusion import Fused
+from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context
+from rag.retrieval.recall import Recall
+from rag.retrieval.rerankers.base import query_cosines
+from rag.retrieval.rerankers.calibrated import feature_matrix
+from rag.retrieval.rerankers.calibration import Calibration, save_calibration
+from rag.retrieval.rewrite import rewrite
+
+FEATURE_SETS = [
+    ("cos", "bm25_rel"),
+    ("cos", "cos_gap", "bm25_rel"),
+    ("cos", "cos_gap", "bm25_rel", "in_sparse"),
+    ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse"),
+    ("cos", "cos_gap", "bm25_rel", "doc_max_cos", "doc_bm25_rel"),
+    ("cos", "cos_gap", "bm25_rel", "doc_max_cos", "doc_bm25_rel", "doc_hits"),
+    ("cos", "cos_gap", "bm25_rel", "in_sparse", "doc_max_cos", "doc_bm25_rel", "doc_hits"),
+]
+
+
+@dataclass
+class Pool:
+    qid: str
+    cands: list[Fused]
+    cos: np.ndarray
+    docs: list[str]  # BEIR id of each candidate
+    qrels: dict[str, int]
+
+    def labels(self) -> np.ndarray:
+        return np.array([1 if self.qrels.get(d, 0) > 0 else 0 for d in self.docs])
+
+    def without_gold(self) -> Pool:
+        keep = [i for i, d in enumerate(self.docs) if self.qrels.get(d, 0) <= 0]
+        return Pool(self.qid, [self.cands[i] for i in keep], self.cos[keep], [self.docs[i] for i in keep], self.qrels)
+
+
+def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0) -> list[Pool]:
+    data = load_beir(data_dir, split, load_corpus=False)
+    to_id = {beir_doc_name(d): d for d, _ in iter_corpus(data_dir)}
+    ctx = context(kb, settings)
+    pools = []
+    for qid in list(data.qrels)[: limit or None]:
+        question = data.queries[qid]
+        plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), None, False)
+        attempt = Recall(kb, ctx.vectors, plan.queries, None, settings.rrf_k, {}).run(settings.recall_k)
+        cands = attempt.fused[: settings.recall_k * RERANK_POOL_FACTOR]
+        if not cands:
+            continue
+        cos = query_cosines(ctx.vectors, question, cands)
+        docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
+        pools.append(Pool(qid, cands, np.asarray(cos, dtype=np.float64), docs, data.qrels[qid]))
+    return pools
+
+
+def ndcg10(pools: list[Pool], score) -> float:
+    """Mean nDCG@10 of document rankings ordered by ``score(pool) -> array``."""
+    vals = []
+    for p in pools:
+        order = np.argsort(-score(p), kind="stable")
+        vals.append(ndcg_at_k(list(dict.fromkeys(p.docs[i] for i in order)), p.qrels, 10))
+    return mean(vals) or 0.0
+
+
+def fit_logreg(pools: list[Pool], names: tuple[str, ...]) -> tuple[np.ndarray, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.concatenate([feature_matrix(names, p.cands, p.cos) for p in pools])
+    y = np.concatenate([p.labels() for p in pools])
+    model = LogisticRegression(C=1.0, max_iter=2000).fit(x, y)
+    return model.coef_[0], float(model.intercept_[0])
+
+
+def best_threshold(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    """(threshold, balanced accuracy) separating answerable (``pos``) from unanswerable (``neg``)."""
+    best = (0.5, 0.0)
+    for t in np.round(np.arange(0.02, 0.99, 0.01), 2):
+        acc = 0.5 * ((pos >= t).mean() + (neg < t).mean())
+        if acc > best[1] + 1e-9:
+            best = (float(t), float(acc))
+    return best
+
+
+def _prob(names, w, b, p: Pool) -> np.ndarray:
+    z = feature_matrix(names, p.cands, p.cos) @ w + b
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def measure(pools: list[Pool], out=print) -> tuple[tuple[str, ...], np.ndarray, float, dict]:
+    table = {"none (RRF order)": ndcg10(pools, lambda p: -np.array([c.fused_rank for c in p.cands], float))}
+    table["dense cosine"] = ndcg10(pools, lambda p: p.cos)
+    fits = {}
+    for names in FEATURE_SETS:
+        w, b = fit_logreg(pools, names)
+        fits[names] = (w, b)
+        table["logreg " + "+".join(names)] = ndcg10(pools, lambda p, n=names, w=w, b=b: _prob(n, w, b, p))
+    for name, value in table.items():
+        out(f"  {name:<80} nDCG@10 {value:.4f}")
+    rrf = table["none (RRF order)"]
+    ok = [n for n in FEATURE_SETS if table["logreg " + "+".join(n)] >= rrf]
+    if not ok:
+        raise SystemExit("no feature set reaches the RRF order on train; keep reranker=none")
+    chosen = max(ok, key=lambda n: (round(table["logreg " + "+".join(n)], 3), -len(n)))
+    return chosen, *fits[chosen], table
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("data_dir")
+    ap.add_argument("--split", default="train")
+    ap.add_argument("--kb", default=None)
+    ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--write", action="store_true", help="write calibration.json")
+    args = ap.parse_args(argv)
+    if args.split == "test":
+        raise SystemExit("fit on train only; test is for reporting")
+    from rag.retrieval.bench import bench_home, ingest_beir
+
+    base = Settings.from_env()
+    settings = base.replace(home=bench_home(base))
+    name = args.kb or f"beir-{load_beir(args.data_dir, args.split, False).name}".lower()
+    kb = ingest_beir(args.data_dir, settings, name, print)
+    pools = collect(kb, args.data_dir, args.split, settings, args.limit)
+    print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
+    names, w, b, table = measure(pools)
+    dense_w, dense_b = fit_logreg(pools, ("cos",))
+    pos = np.array([_prob(names, w, b, p).max() for p in pools if p.labels().any()])
+    neg = np.array([(_prob(names, w, b, q).max() if q.cands else 0.0) for q in (p.without_gold() for p in pools)])
+    thr, bal = best_threshold(pos, neg)
+    print(
+        f"chosen {'+'.join(names)}; threshold {thr:.2f} (balanced accuracy {bal:.3f}: answer {(pos >= thr).mean():.3f}, refuse {(neg < thr).mean():.3f})"
+    )
+    cal = Calibration(
+        embedder=kb.embedder.model_id,
+        features=names,
+        weights=tuple(round(float(x), 5) for x in w),
+        bias=round(b, 5),
+        dense_platt=(round(float(dense_w[0]), 5), round(dense_b, 5)),
+        threshold=thr,
+        fit={
+            "data": f"{args.data_dir} qrels/{args.split}.tsv ({len(pools)} queries)",
+            "how": "sklearn LogisticRegression(C=1.0) on chunk labels (document in qrels) over the reranker pool",
+            "threshold": f"max balanced accuracy, gold present vs gold removed: {bal:.3f}",
+            "settings": f"recall_k={settings.recall_k} rrf_k={settings.rrf_k} chunk_size={settings.chunk_size}",
+            "train_ndcg10": {k: round(v, 4) for k, v in table.items()},
+            "command": "python -m rag.retrieval.rerankers.fit DATA_DIR --split train --write",
+            "date": datetime.now(UTC).date().isoformat(),
+        },
+    )
+    if args.write:
+        print(f"wrote {save_calibration(cal)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

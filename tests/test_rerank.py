@@ -1,0 +1,138 @@
+"""Reranker backends: registry, the real flag / cross-encoder loading code on a tiny generated
+model, the stand-in when a configured model can't load, and calibrated scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag.config import BUNDLED_EMBEDDER, Settings
+from rag.errors import ConfigError
+from rag.models import bundled_path
+from rag.records import ChunkRecord, Hit
+from rag.retrieval.fusion import RankedList, Source, rrf_fuse
+from rag.retrieval.rerankers import REGISTRY, EmbedderVectors, make_reranker
+from rag.retrieval.rerankers.base import query_cosines
+from rag.retrieval.rerankers.calibrated import feature_matrix
+from rag.retrieval.rerankers.calibration import load_calibration
+from tests.retrieval_fakes import HashEmbedder
+
+TEXTS = {
+    "a": "The cat sat on the mat in the sun.",
+    "b": "Quarterly revenue grew by twelve percent.",
+    "c": "Cats like to sit on mats.",
+}
+
+
+def fused():
+    recs = {k: ChunkRecord(k, "d" + k, 1, 1, 0, 0, len(t), (), t) for k, t in TEXTS.items()}
+    return rrf_fuse(
+        [
+            RankedList(0, Source.DENSE, [Hit(recs["a"], 0.8), Hit(recs["c"], 0.6), Hit(recs["b"], 0.1)]),
+            RankedList(0, Source.SPARSE, [Hit(recs["c"], 5.0), Hit(recs["a"], 4.0)]),
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    """A 1-layer BERT cross-encoder with the MiniLM vocabulary, saved like a hub model."""
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    tok = BertTokenizerFast.from_pretrained(str(bundled_path(BUNDLED_EMBEDDER)))
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=1,
+    )
+    out = tmp_path_factory.mktemp("tiny-ce")
+    BertForSequenceClassification(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
+def vectors():
+    return EmbedderVectors(HashEmbedder())
+
+
+def test_registry_names_and_unknown_raises():
+    assert set(REGISTRY) == {"default", "dense", "none", "flag", "cross-encoder"}
+    with pytest.raises(ConfigError, match="Unknown reranker 'colbert'"):
+        make_reranker(Settings(reranker="colbert"), vectors(), "test")
+
+
+@pytest.mark.parametrize("backend", ["flag", "cross-encoder"])
+def test_model_backends_load_tiny_model_through_real_code(backend, tiny_cross_encoder):
+    rr = make_reranker(Settings(reranker=backend, reranker_model=tiny_cross_encoder), vectors(), "test")
+    assert rr.name == backend
+    assert rr.label.backend == backend and not rr.label.stand_in
+    out = rr.rank("where does the cat sit?", fused())
+    assert sorted(s.chunk_id for s in out.results) == ["a", "b", "c"]
+    assert [s.rank for s in out.results] == [1, 2, 3]
+    assert all(0.0 <= s.score <= 1.0 for s in out.results)
+    assert out.calibrated
+
+
+@pytest.mark.parametrize("backend", ["flag", "cross-encoder"])
+def test_unloadable_model_falls_back_to_labelled_stand_in(backend, tmp_path):
+    missing = str(tmp_path / "no-such-model")
+    (tmp_path / "no-such-model").mkdir()  # a local path that exists but holds no model
+    rr = make_reranker(Settings(reranker=backend, reranker_model=missing), vectors(), "test")
+    assert rr.name == "default"
+    assert rr.label.stand_in is True
+    assert backend in rr.label.note and "could not be loaded" in rr.label.note
+    assert "stand-in" in str(rr.label)
+    assert rr.rank("cat on a mat", fused()).results
+
+
+def test_model_backend_without_model_is_a_stand_in():
+    rr = make_reranker(Settings(reranker="cross-encoder", reranker_model=""), vectors(), "test")
+    assert rr.label.stand_in and "RAG_RERANKER_MODEL" in rr.label.note
+
+
+def test_default_scores_are_probabilities_and_keep_every_candidate():
+    rr = make_reranker(Settings(), vectors(), "test")
+    out = rr.rank("cat sitting on a mat", fused())
+    assert out.calibrated and len(out.results) == 3
+    assert all(0.0 <= s.score <= 1.0 for s in out.results)
+    assert out.results[-1].chunk_id == "b"  # the unrelated chunk is last
+    assert out.best_score == out.results[0].score
+    assert "calibrated for" in rr.label.note  # fit with another embedder than the test's
+
+
+def test_none_keeps_rrf_order_and_is_not_calibrated():
+    rr = make_reranker(Settings(reranker="none"), vectors(), "test")
+    out = rr.rank("anything", fused())
+    assert [s.chunk_id for s in out.results] == [f.chunk_id for f in fused()]
+    assert not out.calibrated
+
+
+def test_dense_uses_known_dense_scores_and_vectors_for_the_rest():
+    v = vectors()
+    rr = make_reranker(Settings(reranker="dense"), v, "test")
+    recs = {k: ChunkRecord(k, "d" + k, 1, 1, 0, 0, len(t), (), t) for k, t in TEXTS.items()}
+    cands = rrf_fuse(
+        [
+            RankedList(0, Source.DENSE, [Hit(recs["a"], 0.05)]),  # query 0's own dense score is reused
+            RankedList(0, Source.SPARSE, [Hit(recs["c"], 5.0), Hit(recs["b"], 4.0)]),
+        ]
+    )
+    cos = query_cosines(v, "cat mat", cands)
+    by_id = {c.chunk_id: x for c, x in zip(cands, cos, strict=True)}
+    assert by_id["a"] == pytest.approx(0.05)
+    assert by_id["c"] == pytest.approx(float(v.chunk_vectors([recs["c"]])[0] @ v.query_vector("cat mat")))
+    out = rr.rank("cat mat", cands)
+    assert [s.chunk_id for s in out.results] == sorted(by_id, key=lambda k: -by_id[k])
+
+
+def test_empty_candidates_and_feature_checks():
+    rr = make_reranker(Settings(), vectors(), "test")
+    assert rr.rank("q", []).results == () and rr.rank("q", []).best_score is None
+    with pytest.raises(ValueError, match="unknown reranker features"):
+        feature_matrix(["nope"], fused(), np.zeros(3))
+    cal = load_calibration()
+    assert len(cal.features) == len(cal.weights)
