@@ -175,7 +175,7 @@ def _settings_panel(kb_name: str) -> None:
     ]
     st.caption("  \n".join(lines))
     if label.stand_in:
-        st.warning(f"Reranker is a **stand-in**: {md_escape(label.note)}", icon="⚠️")
+        st.warning(f"Reranker is a **stand-in**: {md_escape(label.note)}", icon=":material/warning:")
     with st.expander("All settings", expanded=False):
         rows = [{"setting": k, "value": str(v)} for k, v in s.public_dict().items()]
         st.dataframe(rows, hide_index=True, width="stretch", key="settings_table")
@@ -192,6 +192,6 @@ def open_inspector(kb_name: str, turn_id: str = "", trace_id: str = "") -> None:
 def show_error(exc: Exception) -> None:
     """A user-facing error: the message with its fix, never a traceback."""
     if isinstance(exc, RagError):
-        st.error(md_escape(str(exc)), icon="⚠️")
+        st.error(md_escape(str(exc)), icon=":material/warning:")
     else:
-        st.error(md_escape(f"Unexpected error ({type(exc).__name__}): {exc}"), icon="🛑")
+        st.error(md_escape(f"Unexpected error ({type(exc).__name__}): {exc}"), icon=":material/error:")

@@ -26,7 +26,7 @@ if kb is None:
     st.stop()
 if not kb.documents():
     st.info("This knowledge base has no documents yet. Add some on the Upload page.")
-    st.page_link("app_pages/upload.py", label="Go to Upload", icon="📄")
+    st.page_link("app_pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
     st.stop()
 
 
@@ -62,7 +62,7 @@ def _sources(turn) -> None:
             right.page_link(
                 appkit.INSPECTOR,
                 label="Inspect",
-                icon="🔬",
+                icon=":material/troubleshoot:",
                 query_params={"kb": kb.name, "turn": turn.id, "cite": str(note.n)},
             )
             st.html(note.html)
@@ -71,10 +71,10 @@ def _sources(turn) -> None:
 def _outcome(answer) -> None:
     kind, reason = outcome(answer)
     if kind == "clarify":
-        st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon="❓")
+        st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon=":material/help:")
         st.caption(f"Why: {md_escape(reason)}")
     elif kind == "refusal":
-        st.warning(f"**Not answered** — {md_escape(answer.text)}", icon="🚫")
+        st.warning(f"**Not answered** — {md_escape(answer.text)}", icon=":material/block:")
         st.caption(f"Why: {md_escape(reason)}")
     else:
         st.markdown(answer_markdown(answer.text))
@@ -93,7 +93,7 @@ def _turn(turn) -> None:
         st.page_link(
             appkit.INSPECTOR,
             label="Open this turn in the Inspector",
-            icon="🔬",
+            icon=":material/troubleshoot:",
             query_params={"kb": kb.name, "turn": turn.id},
         )
 
@@ -130,7 +130,7 @@ def _ask(question: str, conversation: str) -> bool:
 options = _conversation_options()
 top = st.columns([4, 1], vertical_alignment="bottom")
 top[0].selectbox("Conversation", list(options), format_func=options.get, key="conversation")
-top[1].button("New conversation", key="new_conversation", on_click=_new_conversation, icon="➕")
+top[1].button("New conversation", key="new_conversation", on_click=_new_conversation, icon=":material/add_comment:")
 conversation = st.session_state["_conversation"] = st.session_state["conversation"]
 st.query_params["c"] = conversation
 

@@ -161,7 +161,7 @@ def _questions(runs: list, level: str) -> None:
         st.page_link(
             appkit.INSPECTOR,
             label="Open this question's trace in the Inspector",
-            icon="🔬",
+            icon=":material/troubleshoot:",
             query_params={"kb": kb.name, "trace": str(df.iloc[rows[0]]["trace_id"])},
         )
     else:

@@ -55,7 +55,7 @@ def _ask_new() -> None:
     with st.form("inspect_new", border=False):
         cols = st.columns([5, 1], vertical_alignment="bottom")
         question = cols[0].text_input("Inspect a new question", key="inspect_question")
-        go = cols[1].form_submit_button("Run", type="primary", width="stretch")
+        go = cols[1].form_submit_button("Run", type="primary", width="stretch", key="inspect_run")
     if go and question.strip():
         try:
             with st.spinner("Retrieving and answering…"):
@@ -97,7 +97,7 @@ def _header(turn, trace) -> None:
         lines.append(f"answer: `{gen.backend}:{gen.model}`" + (" (stand-in)" if gen.stand_in else ""))
     st.caption(" · ".join(lines))
     if rr.stand_in:
-        st.warning(f"The rerank scores come from a **stand-in**: {md_escape(rr.note)}", icon="⚠️")
+        st.warning(f"The rerank scores come from a **stand-in**: {md_escape(rr.note)}", icon=":material/warning:")
     if turn is not None:
         kind, reason = outcome(turn.answer)
         if kind == "answer":
@@ -161,9 +161,9 @@ def _judge(trace, selected) -> None:
     cols = st.columns([3, 1, 1], vertical_alignment="bottom")
     path = cols[0].selectbox("Gold set", paths, format_func=lambda p: p.name, key="judge_goldset")
     verdict = None
-    if cols[1].button("Mark relevant", key="judge_relevant", icon="✅"):
+    if cols[1].button("Mark relevant", key="judge_relevant", icon=":material/check_circle:"):
         verdict = True
-    if cols[2].button("Mark irrelevant", key="judge_irrelevant", icon="❌"):
+    if cols[2].button("Mark irrelevant", key="judge_irrelevant", icon=":material/cancel:"):
         verdict = False
     if verdict is not None:
         by_id = trace.by_id()
@@ -203,7 +203,7 @@ def _sources(turn, trace) -> None:
     focus = st.query_params.get("cite", "")
     for v in views:
         cited = " · cited as " + " ".join(f":blue-badge[{n}]" for n in v.cited_by) if v.cited_by else ""
-        star = " · 👉 opened citation" if focus and focus in map(str, v.cited_by) else ""
+        star = " · :orange-badge[opened citation]" if focus and focus in map(str, v.cited_by) else ""
         extra = " · neighbour of a kept chunk" if v.neighbour_of else ""
         score = f" · rerank {v.score:.3f}" if v.score is not None else ""
         st.markdown(f":gray-badge[{v.n}] {v.main.where}{score}{cited}{extra}{star}")
@@ -238,7 +238,7 @@ def _replay(trace) -> None:
         reranker = st.selectbox(
             "reranker", names, names.index(current) if current in names else 0, key="replay_reranker"
         )
-        go = st.form_submit_button("Replay with these settings", type="primary")
+        go = st.form_submit_button("Replay with these settings", type="primary", key="replay_run")
     if go:
         changes = {
             "recall_k": recall_k,

@@ -53,7 +53,7 @@ def _upload_form() -> None:
         c1, c2 = st.columns(2)
         tags = c1.text_input("Tags (comma separated)", key="upload_tags")
         doc_date = c2.text_input("Document date (YYYY-MM-DD, optional)", key="upload_date")
-        submitted = st.form_submit_button("Ingest", type="primary")
+        submitted = st.form_submit_button("Ingest", type="primary", key="upload_submit")
     if submitted and files:
         _ingest(files, tags, doc_date)
 

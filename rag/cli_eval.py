@@ -26,7 +26,9 @@ def add_parsers(sub) -> None:
     r = esub.add_parser("run", help="run a gold set; prints metrics per stage, refusal and citation figures")
     r.add_argument("gold", help="gold-set JSONL file (docs/GOLDSETS.md)")
     r.add_argument("--kb", required=True)
-    r.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="override a setting, e.g. top_n=8")
+    r.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="override a setting, e.g. top_n=8"
+    )
     r.add_argument("--no-answers", action="store_true", help="retrieval only (refusal read from the fallback)")
     r.add_argument("--limit", type=int, default=0, help="only the first N questions")
     r.add_argument("--csv", help="also write the per-question CSV here")
@@ -58,6 +60,7 @@ def add_parsers(sub) -> None:
     rep.add_argument("--bench", default=str(Path("..") / "shared" / "bench"), help="folder with scifact/ and rgb-zh/")
     rep.add_argument("--out", default="docs/BENCHMARKS.md")
     rep.add_argument("--only", action="append", choices=["scifact", "rgb-zh", "demo"], help="run only these sections")
+    rep.add_argument("--rgb-limit", type=int, default=0, help="RGB-zh answer runs on the first N questions only")
     rep.set_defaults(func=cmd_report)
 
 

@@ -1,22 +1,33 @@
-"""Subcommands that belong to later stages (ask, eval, bench); each imports its feature lazily."""
+"""Subcommands that belong to later stages (ask, eval, bench, export/import); each imports its feature lazily."""
 
 from __future__ import annotations
 
 
 def register(sub) -> None:
-    from rag import cli_ask, cli_eval
+    from rag import cli_ask, cli_backup, cli_eval
 
     cli_ask.add_parser(sub)
     cli_eval.add_parsers(sub)
+    cli_backup.add_parsers(sub)
     s = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = s.add_subparsers(dest="bench", required=True)
     b = bsub.add_parser("ingest", help="ingest throughput vs the raw encoder and a plain LlamaIndex build")
     b.add_argument("path", help="a folder of documents or a BEIR corpus.jsonl")
     b.add_argument("--limit", type=int, default=0, help="only the first N documents")
     b.set_defaults(func=_bench_ingest)
+    p = bsub.add_parser("pages", help="time from navigation to a rendered page, in Chromium (warm models)")
+    p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
+    p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")
+    p.set_defaults(func=_bench_pages)
 
 
 def _bench_ingest(args) -> int:
     from rag.bench_ingest import main
+
+    return main(args)
+
+
+def _bench_pages(args) -> int:
+    from rag.bench_pages import main
 
     return main(args)

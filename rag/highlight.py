@@ -85,10 +85,32 @@ def excerpt(text: str, spans: Sequence[Span], context: int = 240) -> Excerpt:
     if not live:
         body = (text or "")[: 2 * context]
         return Excerpt(body, (), False, len(text or "") > len(body))
-    lo = max(0, live[0].start - context)
-    hi = min(len(text), live[-1].end + context)
+    lo = _snap_back(text, max(0, live[0].start - context), live[0].start)
+    hi = _snap_forward(text, min(len(text), live[-1].end + context), live[-1].end)
     moved = tuple(Span(s.start - lo, s.end - lo, s.label) for s in live)
     return Excerpt(text[lo:hi], moved, lo > 0, hi < len(text))
+
+
+def _snap_back(text: str, lo: int, limit: int) -> int:
+    """Move a window start forward to just after a line break or space (never past ``limit``)."""
+    if lo == 0:
+        return 0
+    for sep in ("\n", " "):
+        cut = text.find(sep, lo, limit)
+        if cut != -1:
+            return cut + 1
+    return lo
+
+
+def _snap_forward(text: str, hi: int, limit: int) -> int:
+    """Move a window end back to a line break or space (never before ``limit``)."""
+    if hi >= len(text):
+        return len(text)
+    for sep in ("\n", " "):
+        cut = text.rfind(sep, limit, hi)
+        if cut != -1:
+            return cut
+    return hi
 
 
 def passage_html(

@@ -97,16 +97,16 @@ class KnowledgeBase:
 
     def recover(self) -> None:
         """Finish what a crashed writer left; skipped (never waits) while a live writer holds the lock."""
-        if not writer.has_leftovers(self):
+        if not writer.has_leftovers(self.catalog, self.name):
             return
         with writer.write_lock(self.settings, self.name, blocking=False) as held:
             if held:
-                writer.finish_interrupted(self)
+                writer.finish_interrupted(self.catalog, self.vectors, self.name)
             else:
                 log.info("'%s': a writer is active; the next write finishes any leftovers", self.name)
 
     def _drop_inactive(self) -> None:
-        writer.drop_inactive(self)
+        writer.drop_inactive(self.catalog, self.vectors, self.name)
 
     def _tidy(self, when: str, refresh: bool = True) -> None:
         """Drop replaced or unfinished vectors, rebuild BM25. A store outage only postpones this:
@@ -123,7 +123,7 @@ class KnowledgeBase:
         """Ingest a batch; each file succeeds or fails on its own, failures leave nothing behind."""
         self.check_model()
         with self.write_lock():
-            writer.finish_interrupted(self)
+            writer.finish_interrupted(self.catalog, self.vectors, self.name)
             prepared, results = [], []
             for item in items:
                 out = pipeline.prepare(self, item, progress)
@@ -153,7 +153,7 @@ class KnowledgeBase:
         """Remove a document (by id or name) from Chroma, BM25 and the catalog."""
         record = self.document(doc)
         with self.write_lock():
-            writer.finish_interrupted(self)
+            writer.finish_interrupted(self.catalog, self.vectors, self.name)
             with self.catalog.tx() as db:
                 db.execute(
                     "UPDATE revisions SET state='retired' WHERE kb=? AND doc_id=? AND state='active'",

@@ -26,9 +26,6 @@ LEDGER_COLUMNS = [
     "final",
     "status",
     "dropped_by",
-    "doc",
-    "page",
-    "heading",
     "dense_rank",
     "dense_score",
     "bm25_rank",
@@ -37,6 +34,9 @@ LEDGER_COLUMNS = [
     "rrf_score",
     "rerank_rank",
     "rerank_score",
+    "doc",
+    "page",
+    "heading",
     "queries",
     "text",
     "chunk_id",
@@ -193,7 +193,8 @@ def replay_frame(old: Trace, new: Trace, moved_in: Sequence[str], moved_out: Seq
         now = new_by.get(cid)
         why = f"moved out ({now.dropped_by.value})" if now is not None and now.dropped_by else "moved out"
         rows.append(_replay_row(c, why, c.final_rank, None))
-    return pd.DataFrame(rows, columns=["change", "before", "after", "doc", "page", "text", "chunk_id"])
+    df = pd.DataFrame(rows, columns=["change", "before", "after", "doc", "page", "text", "chunk_id"])
+    return df.astype({"before": "Int64", "after": "Int64", "page": "Int64"})
 
 
 def _replay_row(c: Candidate, change: str, before: int | None, after: int | None) -> dict:

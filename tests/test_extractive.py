@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from answer_helpers import INJECTION, REFUND, SHIPPING, make_evidence, minilm_embed
 
-from rag.answer import REFUSAL_TEXT, EventKind, SentenceKind, answer_question, stream_answer
+from rag.answer import REFUSAL_TEXT, EventKind, SentenceKind, answer_question, render_markdown, stream_answer
 from rag.config import Settings
 
 DEFAULT = Settings()
@@ -114,3 +114,12 @@ def test_works_without_an_embedder():
     )
     assert_verbatim(answer, evidence)
     assert "25 days" in answer.text and "lexical only" in answer.generator.model
+
+
+def test_bracketed_numbers_in_the_source_are_not_read_as_citations(embed):
+    paper = "Results. Prior studies [12] found that sleep improves memory consolidation in adults."
+    _, evidence = make_evidence([SHIPPING, paper], doc_id="paper")
+    answer = answer_question("Does sleep improve memory consolidation?", evidence, DEFAULT, embed)
+    assert_verbatim(answer, evidence)
+    assert answer.sentences[0].citations == [2] and "[12]" in answer.sentences[0].text
+    assert "[^12]" not in render_markdown(answer)

@@ -173,3 +173,15 @@ def test_real_kb_trace_filters_and_replay(real_kb):
     real_kb.ingest_file("extra.txt", b"Receipts for taxis need a note.")
     after = replay(real_kb, t.id, persist=False)
     assert after.diff.index_changed
+
+
+def test_hyde_passage_is_a_dense_only_query(kb):
+    llm = lambda prompt, keys: {"passage": "Staff receive 25 days of paid annual leave."}  # noqa: E731
+    t = retrieve(kb, "how much leave do I get", kb.settings.replace(hyde=True), llm=llm)
+    assert [q.kind for q in t.queries] == ["original", "hyde"]
+    assert t.queries[1].dense_ids and t.queries[1].sparse_ids == []
+
+
+def test_llm_rewrite_in_pipeline_falls_back_on_bad_output(kb):
+    t = retrieve(kb, "annual leave in 2023", kb.settings.replace(rewrite="llm"), llm=lambda p, k: "not json")
+    assert [q.kind for q in t.queries] == ["original"]

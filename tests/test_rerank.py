@@ -136,3 +136,14 @@ def test_empty_candidates_and_feature_checks():
         feature_matrix(["nope"], fused(), np.zeros(3))
     cal = load_calibration()
     assert len(cal.features) == len(cal.weights)
+
+
+def test_threshold_choice_and_gold_removal():
+    from rag.retrieval.rerankers.fit import Pool, best_threshold
+
+    thr, acc = best_threshold(np.array([0.9, 0.8, 0.7, 0.3]), np.array([0.1, 0.2, 0.4, 0.25]))
+    assert 0.25 < thr <= 0.3 and acc == pytest.approx(0.875)  # ties keep the lowest threshold
+    cands = fused()
+    pool = Pool("q", cands, np.array([0.5, 0.4, 0.1]), [c.chunk.doc_id for c in cands], {"da": 1})
+    assert pool.labels().tolist() == [1 if c.chunk.doc_id == "da" else 0 for c in cands]
+    assert "da" not in pool.without_gold().docs and len(pool.without_gold().cands) == 2

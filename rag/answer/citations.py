@@ -18,7 +18,7 @@ from rag.answer.result import AnswerSentence, Issue, IssueCode, SentenceKind
 from rag.answer.sentences import CJK_RE, split_sentences
 from rag.answer.support import W_EMBED, W_LEXICAL, EvidenceIndex, SupportScore
 
-CITATION_RE = re.compile(r"\[\s*(\d+(?:\s*[,，]\s*\d+)*)\s*\]")
+CITATION_RE = re.compile(r"(?<!\\)\[\s*(\d+(?:\s*[,，]\s*\d+)*)\s*\]")  # "\[3\]" is text, not a citation
 _GROUP_GAP_RE = re.compile(r"^\s*$")
 _QUOTE_RE = re.compile(r"\"([^\"]+)\"|“([^”]+)”|「([^」]+)」|『([^』]+)』")
 _SOURCE_WORDS = r"(?:documents?|evidence|context|sources?|texts?|passages?|excerpts?|knowledge base|provided)"
@@ -47,6 +47,7 @@ def strip_citations(text: str) -> str:
     """``text`` without citation markers and without the spaces they leave before punctuation."""
     out = CITATION_RE.sub("", text)
     out = re.sub(r"[ \t]+([.,;:!?。，；：！？])", r"\1", out)
+    out = out.replace("\\[", "[").replace("\\]", "]")  # escaped brackets are the source's own text
     return re.sub(r"[ \t]{2,}", " ", out).strip()
 
 
@@ -193,7 +194,8 @@ class CitationValidator:
         chunks = [lexical.normalize(self.index.chunks[n - 1].text) for n in valid]
         for match in _QUOTE_RE.finditer(claim):
             quote = next(g for g in match.groups() if g is not None)
-            if not any(lexical.normalize(quote) in chunk for chunk in chunks):
+            pattern = re.compile(rf"(?<![a-z0-9]){re.escape(lexical.normalize(quote))}(?![a-z0-9])")
+            if not any(pattern.search(chunk) for chunk in chunks):
                 cited = ", ".join(f"[{n}]" for n in valid)
                 msg = f'The quoted text "{quote}" does not appear in {cited}.'
                 issues.append(Issue(IssueCode.QUOTE_NOT_FOUND, msg, raw, valid[0]))

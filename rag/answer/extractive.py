@@ -9,6 +9,7 @@ inside a sentence become single spaces).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ MAX_SENTENCES = 3
 MIN_SCORE = 0.3  # below this the best sentence does not answer the question: no answer
 RELATIVE_CUT = 0.8  # further sentences must score at least this share of the best one
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
+_SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _CJK_TERMINAL = ("。", "！", "？", "」", "』", "）")
 _TERMINAL = (".", "!", "?", '"', "”", ")", *_CJK_TERMINAL)
 
@@ -112,11 +114,12 @@ def _reading_order(picks: list[Pick], request: DraftRequest) -> list[Pick]:
 def compose(picks: list[Pick]) -> str:
     """Sentences verbatim, each followed by its [n], joined by a space (none after CJK) or a line break.
 
-    Line wraps inside a sentence (PDF text) become single spaces; nothing else changes.
+    Line wraps inside a sentence (PDF text) become single spaces, and the source's own
+    bracketed numbers ("as shown in [3]") are Markdown-escaped so they are not read as citations.
     """
     out, prev = "", ""
     for pick in picks:
-        text = " ".join(pick.segment.text.split())
+        text = _SOURCE_REF_RE.sub(r"\\[\1\\]", " ".join(pick.segment.text.split()))
         if prev:
             if not prev.endswith(_TERMINAL):
                 out += "\n"

@@ -129,8 +129,10 @@ def build_openai(settings: Settings) -> LLM:
     )
 
 
-def llm_label(settings: Settings, llm: LLM) -> ModelLabel:
-    """Which model writes the drafts, for the answer and the trace."""
+def llm_label(settings: Settings, llm: LLM | None) -> ModelLabel:
+    """Which model writes the drafts, for the answer and the trace (None: extractive, no LLM)."""
+    if llm is None:
+        return ModelLabel(backend="extractive", model="evidence-sentences")
     name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or getattr(llm, "model_path", "") or ""
     backend = settings.llm if settings.llm not in ("none", "extractive") else type(llm).__name__
     if getattr(llm, "model_path", None):

@@ -65,6 +65,8 @@ class EvidenceIndex:
         self._vectors = _embed(embed, flat)
         self._offsets = np.cumsum([0] + [len(c.segments) for c in self.chunks])
         self._claim_cache: dict[str, np.ndarray | None] = {}
+        if self._vectors is not None:  # a claim copied from the evidence needs no new embedding
+            self._claim_cache.update(zip(flat, self._vectors, strict=True))
 
     def __len__(self) -> int:
         return len(self.chunks)

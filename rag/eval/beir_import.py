@@ -37,9 +37,15 @@ class BeirImport:
 
 
 def import_beir(
-    kb, path: str | Path, split: str = "test", limit: int = 0, progress: ImportProgress | None = None
+    kb,
+    path: str | Path,
+    split: str = "test",
+    limit: int = 0,
+    progress: ImportProgress | None = None,
+    name: str | None = None,
 ) -> BeirImport:
-    """Ingest the corpus of the BEIR folder ``path`` into ``kb`` and build the ``split`` gold set."""
+    """Ingest the corpus of the BEIR folder ``path`` into ``kb`` and build the ``split`` gold set
+    (named ``name``, default ``<folder>-<split>``)."""
     data = load_beir(path, split, load_corpus=False)
     present = {d.name for d in kb.documents()}
     kept: set[str] = set()
@@ -66,7 +72,7 @@ def import_beir(
     lost = set(failed)
     kept = {d for d in kept if beir_doc_name(d) not in lost}
     restricted, dropped = restrict(data, kept)
-    gold = beir_to_goldset(restricted, name=f"{data.name}-{split}")
+    gold = beir_to_goldset(restricted, name=name or f"{data.name}-{split}")
     return BeirImport(gold, seen, ingested, seen - ingested - len(failed), failed, dropped)
 
 

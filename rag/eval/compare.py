@@ -69,6 +69,7 @@ class RunComparison:
     refusal: dict[str, tuple[Any, Any]]  # refusal summary figure -> (a, b)
     only_in_a: list[str] = field(default_factory=list)
     only_in_b: list[str] = field(default_factory=list)
+    answers: tuple[bool, bool] = (True, True)  # whether each run generated answers
 
     def outcomes(self, outcome: str) -> list[QuestionDelta]:
         return [q for q in self.questions if q.outcome == outcome]
@@ -118,6 +119,7 @@ def compare_runs(
         refusal=_refusal(a, b),
         only_in_a=[i for i in qa if i not in qb],
         only_in_b=[i for i in qb if i not in qa],
+        answers=(a.answers, b.answers),
     )  # fmt: skip
 
 
@@ -167,10 +169,9 @@ def _is_relevant(result: QuestionResult, chunk_id: str) -> bool:
     """Labelled relevant at chunk level, or (without chunk labels) from a relevant document."""
     if result.relevant_chunks:
         return result.relevant_chunks.get(chunk_id, 0) > 0
-    docs = result.docs.get("evidence", [])
-    chunks = result.chunks.get("evidence", [])
+    ids, names = _doc_keys(result.chunks.get("evidence", [])), result.docs.get("evidence", [])
     # documents are listed in order of their first chunk, so first-seen doc ids pair with names
-    doc_of = dict(zip(_doc_keys(chunks), docs)) if len(set(_doc_keys(chunks))) == len(docs) else {}
+    doc_of = dict(zip(ids, names, strict=True)) if len(ids) == len(names) else {}
     return result.relevant_docs.get(doc_of.get(_doc_key(chunk_id), ""), 0) > 0
 
 

@@ -58,7 +58,9 @@ def to_csv(run: EvalRun) -> str:
 def metric_columns(run: EvalRun) -> list[tuple[str, str, str]]:
     """(level, stage, metric) for every metric any question has, in level and stage order."""
     names = list(
-        dict.fromkeys(name for q in run.questions for stages in q.metrics.values() for m in stages.values() for name in m)
+        dict.fromkeys(
+            name for q in run.questions for stages in q.metrics.values() for m in stages.values() for name in m
+        )
     )
     present = {(level, stage) for q in run.questions for level, stages in q.metrics.items() for stage in stages}
     return [(lv, st, n) for lv in LEVELS for st in STAGES if (lv, st) in present for n in names]

@@ -22,6 +22,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -96,11 +97,11 @@ def run_goldset(
     labels = Labels(kb, KBDocuments(kb))
     anchored = anchor_goldset(gold, labels.documents)
     run = _new_run(kb, gold, settings, answers, ks, note)
+    runner = _Runner(kb, settings, llm, labels, run)
     t0 = time.perf_counter()
     total = len(anchored.items)
     for done, item in enumerate(anchored.items, start=1):
-        item_filters = filters(item) if callable(filters) else filters
-        run.questions.append(_evaluate(kb, item, settings, llm, answers, labels, ks, item_filters, run))
+        run.questions.append(runner.evaluate(item, filters(item) if callable(filters) else filters))
         if progress is not None:
             progress(done, total, item.question)
     run.duration_s = round(time.perf_counter() - t0, 3)
@@ -132,40 +133,50 @@ def _new_run(kb, gold: GoldSet, settings: Settings, answers: bool, ks: Sequence[
     )
 
 
-def _evaluate(kb, item: GoldItem, settings, llm, answers, labels, ks, filters, run: EvalRun) -> QuestionResult:
-    t0 = time.perf_counter()
-    try:
-        trace, answer, kind = _ask(kb, item.question, settings, llm, filters, answers)
-    except RagError as exc:
-        return QuestionResult(
-            id=item.id, question=item.question, should_refuse=item.should_refuse, tags=list(item.tags),
-            kind="error", error=str(exc),
-        )  # fmt: skip
-    wall = (time.perf_counter() - t0) * 1000
-    run.reranker = run.reranker or str(trace.reranker)
-    result = score_question(item, trace, answer, kind, labels, ks)
-    result.latency_ms["wall"] = round(wall, 3)
-    if answer is not None:
-        result.latency_ms["answer"] = round(max(0.0, wall - trace.timings_ms.get("total", 0.0)), 3)
-    return result
+@dataclass
+class _Runner:
+    """Asks one question after another the way Chat does, and scores each."""
 
+    kb: Any
+    settings: Settings
+    llm: Any
+    labels: Labels
+    run: EvalRun
 
-def _ask(kb, question: str, settings, llm, filters, answers: bool) -> tuple[Trace, Answer | None, str]:
-    """The trace, the final answer (None when answers are off) and the chat turn's kind."""
-    if not answers:
-        return retrieve(kb, question, settings, filters=filters, llm=llm, persist=True), None, "retrieval"
-    trace: Trace | None = None
-    answer: Answer | None = None
-    stream = stream_ask(kb, question, settings, llm, conversation=EVAL_CONVERSATION, filters=filters)
-    try:
-        for kind, payload in stream:
-            if kind == "trace":
-                trace = payload
-            elif kind == "event" and payload.kind is EventKind.FINAL:
-                answer = payload.answer
-                break  # stop before the service stores the chat turn
-    finally:
-        stream.close()
-    if trace is None or answer is None:
-        raise RuntimeError("stream_ask ended without a trace and a final answer")
-    return trace, answer, Turn(kb.name, EVAL_CONVERSATION, question, answer, trace.id).kind
+    def evaluate(self, item: GoldItem, filters: Mapping[str, Any] | None) -> QuestionResult:
+        t0 = time.perf_counter()
+        try:
+            trace, answer, kind = self.ask(item.question, filters)
+        except RagError as exc:
+            return QuestionResult(
+                id=item.id, question=item.question, should_refuse=item.should_refuse, tags=list(item.tags),
+                kind="error", error=str(exc),
+            )  # fmt: skip
+        wall = (time.perf_counter() - t0) * 1000
+        self.run.reranker = self.run.reranker or str(trace.reranker)
+        result = score_question(item, trace, answer, kind, self.labels, self.run.ks)
+        result.latency_ms["wall"] = round(wall, 3)
+        if answer is not None:
+            result.latency_ms["answer"] = round(max(0.0, wall - trace.timings_ms.get("total", 0.0)), 3)
+        return result
+
+    def ask(self, question: str, filters: Mapping[str, Any] | None) -> tuple[Trace, Answer | None, str]:
+        """The trace, the final answer (None when answers are off) and the chat turn's kind."""
+        kb, settings, llm = self.kb, self.settings, self.llm
+        if not self.run.answers:
+            return retrieve(kb, question, settings, filters=filters, llm=llm, persist=True), None, "retrieval"
+        trace: Trace | None = None
+        answer: Answer | None = None
+        stream = stream_ask(kb, question, settings, llm, conversation=EVAL_CONVERSATION, filters=filters)
+        try:
+            for kind, payload in stream:
+                if kind == "trace":
+                    trace = payload
+                elif kind == "event" and payload.kind is EventKind.FINAL:
+                    answer = payload.answer
+                    break  # stop before the service stores the chat turn
+        finally:
+            stream.close()
+        if trace is None or answer is None:
+            raise RuntimeError("stream_ask ended without a trace and a final answer")
+        return trace, answer, Turn(kb.name, EVAL_CONVERSATION, question, answer, trace.id).kind

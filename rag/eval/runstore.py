@@ -60,7 +60,9 @@ def load_run(kb, run_id: str) -> EvalRun:
     """The stored run with this id (or the only one whose id starts with it)."""
     rows = kb.catalog.q("SELECT json FROM eval_runs WHERE kb=? AND id=?", kb.name, run_id)
     if not rows and run_id:
-        rows = kb.catalog.q("SELECT json FROM eval_runs WHERE kb=? AND substr(id, 1, ?)=?", kb.name, len(run_id), run_id)
+        rows = kb.catalog.q(
+            "SELECT json FROM eval_runs WHERE kb=? AND substr(id, 1, ?)=?", kb.name, len(run_id), run_id
+        )
         if len(rows) > 1:
             raise RunNotFound(f"Run id '{run_id}' is ambiguous in '{kb.name}': {len(rows)} runs start with it.")
     if not rows:

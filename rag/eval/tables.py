@@ -28,12 +28,18 @@ def stage_rows(run: EvalRun, level: str, metrics: Sequence[str] = TABLE_METRICS)
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [header, *rows]]
+    lines = [
+        "  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in [header, *rows]
+    ]
     return "\n".join(lines)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    out = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|",
+    ]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
 
@@ -84,7 +90,14 @@ def run_text(run: EvalRun) -> str:
         rows = stage_rows(run, level)
         if rows:
             parts += ["", level_title(run, level), text_table(["stage", *TABLE_METRICS], rows)]
-    parts += ["", refusal_line(run), answer_line(run), "", "latency (ms)", text_table(["stage", "p50", "p95"], latency_rows(run))]
+    parts += [
+        "",
+        refusal_line(run),
+        answer_line(run),
+        "",
+        "latency (ms)",
+        text_table(["stage", "p50", "p95"], latency_rows(run)),
+    ]
     errors = [q for q in run.questions if q.error]
     parts += [f"error in '{q.id}': {q.error}" for q in errors[:5]]
     return "\n".join(parts)
@@ -95,6 +108,10 @@ def comparison_text(cmp: RunComparison, limit: int = 15) -> str:
     head = f"compare {cmp.a} (a) -> {cmp.b} (b): {cmp.metric} at stage '{cmp.stage}', {cmp.level} level"
     notes = [] if cmp.same_goldset else ["note: the gold sets differ; questions matched by id"]
     notes += ["note: the index changed between the runs"] if cmp.index_changed else []
+    if cmp.answers[0] != cmp.answers[1]:
+        notes.append(
+            "note: only one run generated answers; refusals come from the answer in one, the fallback in the other"
+        )
     notes += [f"setting {k}: {a!r} -> {b!r}" for k, (a, b) in cmp.settings_changed.items()]
     rows = delta_rows(cmp, cmp.level)
     tally = f"per question: {len(cmp.wins)} wins, {len(cmp.losses)} losses, {len(cmp.ties)} ties (b against a)"
@@ -105,9 +122,24 @@ def comparison_text(cmp: RunComparison, limit: int = 15) -> str:
         + (f"; refused {q.refused_a} -> {q.refused_b}" if q.refusal_changed else "")
         for q in moved
     ]
-    ref = [f"refusal {k}: {fmt(a)} -> {fmt(b)}" for k, (a, b) in cmp.refusal.items() if k in ("accuracy", "false_refusals", "correct_refusals")]
+    ref = [
+        f"refusal {k}: {fmt(a)} -> {fmt(b)}"
+        for k, (a, b) in cmp.refusal.items()
+        if k in ("accuracy", "false_refusals", "correct_refusals")
+    ]
     return "\n".join(
-        [head, *notes, "", f"{cmp.level} level: b (b - a)", text_table(["stage", *TABLE_METRICS], rows), "", tally, *lines, "", *ref]
+        [
+            head,
+            *notes,
+            "",
+            f"{cmp.level} level: b (b - a)",
+            text_table(["stage", *TABLE_METRICS], rows),
+            "",
+            tally,
+            *lines,
+            "",
+            *ref,
+        ]
     )
 
 

@@ -84,6 +84,7 @@ def prepare(kb, item: UploadItem, progress: Progress) -> _Prepared | IngestResul
     try:
         progress(item.name, "parse", 0.0)
         parsed = parse_file(item.name, item.data, max_pages=kb.settings.max_pages)
+        _check_chunk_floor(item.name, parsed.text, kb.settings)
         progress(item.name, "chunk", 0.0)
         spans = chunk_document(
             parsed,
@@ -94,7 +95,8 @@ def prepare(kb, item: UploadItem, progress: Progress) -> _Prepared | IngestResul
         )
         if len(spans) > kb.settings.max_chunks_per_doc:
             raise LimitExceeded(
-                f"'{item.name}' would make {len(spans)} chunks; the limit is {kb.settings.max_chunks_per_doc}."
+                f"'{item.name}' would make {len(spans)} chunks; the limit is {kb.settings.max_chunks_per_doc}.",
+                fix="Split the document into smaller files, or raise RAG_MAX_CHUNKS_PER_DOC if you trust it.",
             )
     except RagError as exc:
         return IngestResult(item.name, "failed", doc_id=doc_id, error=str(exc), error_type=type(exc).__name__)
@@ -118,6 +120,20 @@ def prepare(kb, item: UploadItem, progress: Progress) -> _Prepared | IngestResul
     result = IngestResult(item.name, status, doc_id, revision, parsed.page_count, len(chunks))
     result.timings_ms["parse_chunk"] = (time.perf_counter() - t0) * 1000
     return _Prepared(item, result, digest, parsed, chunks, previous)
+
+
+def _check_chunk_floor(name: str, text: str, settings) -> None:
+    """Refuse at once a text that can't fit ``max_chunks_per_doc`` (instead of chunking it all first).
+
+    No chunk is longer than ``chunk_size`` and together they cover every non-space character, so
+    ``non-space chars / chunk_size`` is a floor; halved for margin, it never refuses a text that fits.
+    """
+    floor = len("".join(text.split())) // (2 * settings.chunk_size)
+    if floor > settings.max_chunks_per_doc:
+        raise LimitExceeded(
+            f"'{name}' would make at least {floor} chunks; the limit is {settings.max_chunks_per_doc}.",
+            fix="Split the document into smaller files, or raise RAG_MAX_CHUNKS_PER_DOC if you trust it.",
+        )
 
 
 def register_writing(kb, preps: list[_Prepared]) -> str:

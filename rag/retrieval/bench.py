@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -87,6 +88,16 @@ def bench_home(settings: Settings) -> Path:
     return settings.home / "bench"
 
 
+def dataset_name(data_dir: str | Path) -> str:
+    """``scifact`` for .../scifact, ``rgb-zh`` for .../rgb-zh/beir."""
+    path = Path(data_dir).resolve()
+    return (path.parent.name if path.name.lower() == "beir" else path.name).lower()
+
+
+def default_kb_name(data_dir: str | Path) -> str:
+    return re.sub(r"[^a-z0-9_-]", "-", f"beir-{dataset_name(data_dir)}")[:48]
+
+
 def ingest_beir(data_dir: str | Path, settings: Settings, kb_name: str, out: Out | None = None):
     """The benchmark knowledge base, ingested (or topped up) from ``data_dir``'s corpus."""
     from rag.ingest.pipeline import UploadItem
@@ -140,7 +151,7 @@ def bench_beir(
     base = settings or Settings.from_env()
     data: BeirData = load_beir(data_dir, split, load_corpus=False)
     settings = base.replace(home=bench_home(base), fallback="reject")  # fixed config: no wider retries
-    name = kb_name or f"beir-{data.name}".lower()[:48]
+    name = kb_name or default_kb_name(data_dir)
     out(f"{data.name}/{split}: ingesting into {settings.home} (kb '{name}'; unchanged documents are skipped)")
     kb = ingest_beir(data_dir, settings, name, out)
     to_id = {beir_doc_name(doc_id): doc_id for doc_id, _ in iter_corpus(data_dir)}
@@ -158,7 +169,7 @@ def bench_beir(
     chunks = sum(d.chunks for d in kb.documents())
     label = str(retrieve(kb, data.queries[qids[0]], settings, persist=False).reranker) if qids else ""
     return BeirReport(
-        data.name, split, len(qids), chunks, stages, latency, label, settings.fingerprint(), settings.recall_k
+        dataset_name(data_dir), split, len(qids), chunks, stages, latency, label, settings.fingerprint(), settings.recall_k
     )
 
 

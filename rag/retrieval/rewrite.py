@@ -77,18 +77,27 @@ def mine_acronyms(texts: Iterable[str]) -> dict[str, str]:
     return {acro: counts.most_common(1)[0][0] for acro, counts in seen.items()}
 
 
+def _relevant(question: str, acronyms: dict[str, str]) -> list[tuple[str, str]]:
+    """The few acronyms whose short form, or the first word of whose long form, is in the question."""
+    words = set(re.findall(r"[\w&-]+", question))
+    lower = {w.lower() for w in words}
+    return sorted(
+        (a, lf) for a, lf in acronyms.items() if a in words or (lf.split()[0].lower() in lower if lf else False)
+    )
+
+
 def acronym_query(question: str, acronyms: dict[str, str]) -> tuple[str, list[str]] | None:
     """The question with acronyms expanded (and expansions abbreviated); None when nothing applies."""
     out, used = question, []
-    for acro, long_form in sorted(acronyms.items()):
-        has_acro = re.search(rf"(?<![\w]){re.escape(acro)}(?![\w])", out) is not None
+    for acro, long_form in _relevant(question, acronyms):
+        pattern = rf"(?<![\w]){re.escape(acro)}(?![\w])"
+        has_acro = re.search(pattern, out) is not None
         has_long = long_form.lower() in out.lower()
         if has_acro and not has_long:
-            out = re.sub(rf"(?<![\w]){re.escape(acro)}(?![\w])", f"{long_form} ({acro})", out, count=1)
+            out = re.sub(pattern, lambda m, a=acro, lf=long_form: f"{lf} ({a})", out, count=1)
             used.append(acro)
         elif has_long and not has_acro:
-            idx = out.lower().index(long_form.lower())
-            end = idx + len(long_form)
+            end = out.lower().index(long_form.lower()) + len(long_form)
             out = f"{out[:end]} ({acro}){out[end:]}"
             used.append(acro)
     return (out, used) if used else None

@@ -177,6 +177,20 @@ class VectorStore:
             nodes.append(node)
         self._call("add", lambda: self.li_store.add(nodes))
 
+    def add_items(self, ids: list[str], embeddings: np.ndarray, texts: list[str], metadatas: list[dict]) -> None:
+        """Add vectors exactly as exported (backup import): ids, texts and metadata unchanged."""
+        self._call(
+            "add",
+            lambda: self.collection.add(
+                ids=ids, embeddings=np.asarray(embeddings, dtype=np.float32), documents=texts, metadatas=metadatas
+            ),
+        )
+
+    def reset(self) -> None:
+        """Empty the collection (drop and re-create it)."""
+        self._call("reset", lambda: chroma_client(self.settings).delete_collection(self.collection_name))
+        self._open()
+
     def query(self, vec: np.ndarray, k: int, where: dict | None = None) -> list[tuple[str, str, dict, float]]:
         """(chunk id, text, metadata, cosine similarity), best first."""
         if k <= 0 or self.count() == 0:

@@ -56,41 +56,37 @@ def _flock(fh, blocking: bool) -> bool:
     return True
 
 
-def has_leftovers(kb) -> bool:
+def has_leftovers(catalog, kb: str) -> bool:
     """Unfinished revisions or jobs exist (a live writer's, or a dead one's: only the lock tells)."""
     return bool(
-        kb.catalog.q("SELECT 1 FROM revisions WHERE kb=? AND state IN ('writing','retired') LIMIT 1", kb.name)
-        or kb.catalog.q("SELECT 1 FROM jobs WHERE kb=? AND status='running' LIMIT 1", kb.name)
+        catalog.q("SELECT 1 FROM revisions WHERE kb=? AND state IN ('writing','retired') LIMIT 1", kb)
+        or catalog.q("SELECT 1 FROM jobs WHERE kb=? AND status='running' LIMIT 1", kb)
     )
 
 
-def finish_interrupted(kb) -> None:
+def finish_interrupted(catalog, vectors, kb: str) -> None:
     """With the writer lock held: drop unfinished revisions, mark running jobs failed."""
-    if not has_leftovers(kb):
+    if not has_leftovers(catalog, kb):
         return
-    log.warning("knowledge base '%s': finishing the work of an interrupted writer", kb.name)
-    kb._drop_inactive()
-    with kb.catalog.tx() as db:
-        db.execute("UPDATE jobs SET status='failed', error=? WHERE kb=? AND status='running'", (INTERRUPTED, kb.name))
+    log.warning("knowledge base '%s': finishing the work of an interrupted writer", kb)
+    drop_inactive(catalog, vectors, kb)
+    with catalog.tx() as db:
+        db.execute("UPDATE jobs SET status='failed', error=? WHERE kb=? AND status='running'", (INTERRUPTED, kb))
 
 
-def drop_inactive(kb) -> None:
+def drop_inactive(catalog, vectors, kb: str) -> None:
     """Remove the vectors and chunk rows of 'writing' and 'retired' revisions; record their end state.
 
     Vectors go first, so a crash in between leaves the revision marked unfinished and this runs again.
     """
-    rows = kb.catalog.q(
-        "SELECT doc_id, revision, state FROM revisions WHERE kb=? AND state IN ('writing','retired')", kb.name
-    )
+    rows = catalog.q("SELECT doc_id, revision, state FROM revisions WHERE kb=? AND state IN ('writing','retired')", kb)
     for r in rows:
-        kb.vectors.delete_revision(r["doc_id"], r["revision"])
-        with kb.catalog.tx() as db:
-            db.execute(
-                "DELETE FROM chunks WHERE kb=? AND doc_id=? AND revision=?", (kb.name, r["doc_id"], r["revision"])
-            )
-            new_state = "failed" if r["state"] == "writing" else "dropped"
+        doc_id, revision = r["doc_id"], r["revision"]
+        vectors.delete_revision(doc_id, revision)
+        with catalog.tx() as db:
+            db.execute("DELETE FROM chunks WHERE kb=? AND doc_id=? AND revision=?", (kb, doc_id, revision))
             db.execute(
                 "UPDATE revisions SET state=?, text=NULL WHERE kb=? AND doc_id=? AND revision=?",
-                (new_state, kb.name, r["doc_id"], r["revision"]),
+                ("failed" if r["state"] == "writing" else "dropped", kb, doc_id, revision),
             )
-            db.execute("DELETE FROM documents WHERE kb=? AND id=? AND active_revision IS NULL", (kb.name, r["doc_id"]))
+            db.execute("DELETE FROM documents WHERE kb=? AND id=? AND active_revision IS NULL", (kb, doc_id))

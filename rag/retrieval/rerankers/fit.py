@@ -127,6 +127,18 @@ def measure(pools: list[Pool], out=print) -> tuple[tuple[str, ...], np.ndarray, 
     return chosen, *fits[chosen], table
 
 
+def _cached_pools(path: str | None, make) -> list[Pool]:
+    import pickle
+    from pathlib import Path
+
+    if path and Path(path).exists():
+        return pickle.loads(Path(path).read_bytes())  # noqa: S301 - a file this command wrote
+    pools = make()
+    if path:
+        Path(path).write_bytes(pickle.dumps(pools))
+    return pools
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data_dir")
@@ -134,16 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb", default=None)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--write", action="store_true", help="write calibration.json")
+    ap.add_argument("--cache", default=None, help="pickle file to keep the collected pools in (reused when present)")
     args = ap.parse_args(argv)
     if args.split == "test":
         raise SystemExit("fit on train only; test is for reporting")
-    from rag.retrieval.bench import bench_home, ingest_beir
+    from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
 
     base = Settings.from_env()
     settings = base.replace(home=bench_home(base))
-    name = args.kb or f"beir-{load_beir(args.data_dir, args.split, False).name}".lower()
+    name = args.kb or default_kb_name(args.data_dir)
     kb = ingest_beir(args.data_dir, settings, name, print)
-    pools = collect(kb, args.data_dir, args.split, settings, args.limit)
+    pools = _cached_pools(args.cache, lambda: collect(kb, args.data_dir, args.split, settings, args.limit))
     print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
     names, w, b, table = measure(pools)
     dense_w, dense_b = fit_logreg(pools, ("cos",))

@@ -1,0 +1,191 @@
+"""``python -m rag bench pages``: time from navigation to a fully rendered page, in a real browser.
+
+Starts ``streamlit run app.py`` on a free loopback port (against ``RAG_HOME`` or a temp copy of
+nothing: the demo knowledge base is built on first start), drives Debian's Chromium with
+Playwright, asks one question so Chat and the Inspector have a turn to show, warms every page
+once (models load on first use), then times each page ``--repeat`` times two ways:
+
+* ``click``: a click on the sidebar link until the script run has finished, no element is
+  stale and two animation frames have painted (in-app navigation, the usual case);
+* ``load``: a full browser load of the page's URL (new session) until the same condition.
+
+``AppServer`` and ``wait_rendered`` are also used by the browser tests.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PAGES = {"Chat": "", "Upload": "upload", "Retrieval Inspector": "inspector", "Evaluation": "evaluation"}
+GOAL_S = {"Chat": 1.0, "Upload": 1.0, "Retrieval Inspector": 1.0}
+BENCH_QUESTION = "How many days of paid annual leave do full-time employees get?"
+_WATCH = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  window.__rs = {ran: false, done: false};
+  if (window.__rsObserver) window.__rsObserver.disconnect();
+  window.__rsObserver = new MutationObserver(() => {
+    const s = app.getAttribute('data-test-script-state');
+    if (s === 'running') window.__rs.ran = true;
+    if (s === 'notRunning' && window.__rs.ran) window.__rs.done = true;
+  });
+  window.__rsObserver.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+_SETTLED = """() => !document.querySelector('[data-stale="true"]')
+  && !document.querySelector('[data-testid="stSkeleton"]')
+  && new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class AppServer:
+    """``streamlit run app.py`` on a free loopback port, with its own environment."""
+
+    home: Path
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 120) -> AppServer:
+        env = {**os.environ, "RAG_HOME": str(self.home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
+               "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+               "--server.fileWatcherType", "none"]  # fmt: skip
+        self.log = open(self.home.parent / f"streamlit-{self.port}.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, env={**env, **self.env}, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {self.proc.returncode}; see {self.log.name}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return self
+            time.sleep(0.2)
+        raise RuntimeError(f"streamlit did not listen on {self.port} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        if getattr(self, "log", None):
+            self.log.close()
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def watch_run(page) -> None:
+    """Start watching for the next script run to begin and finish (call before the action)."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
+    page.evaluate(_WATCH)
+
+
+def wait_rendered(page, timeout_ms: float = 120_000, watched: bool = False) -> None:
+    """Until the app's script run is over, nothing is stale and two frames have painted."""
+    if watched:
+        page.wait_for_function("() => window.__rs && window.__rs.done", timeout=timeout_ms, polling="raf")
+    else:
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
+    page.wait_for_function(_SETTLED, timeout=timeout_ms, polling="raf")
+
+
+def goto(page, url: str, timeout_ms: float = 120_000) -> float:
+    t = time.perf_counter()
+    page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
+    wait_rendered(page, timeout_ms)
+    return time.perf_counter() - t
+
+
+def click_nav(page, title: str) -> float:
+    watch_run(page)
+    t = time.perf_counter()
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
+    wait_rendered(page, watched=True)
+    return time.perf_counter() - t
+
+
+def ask(page, question: str) -> None:
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill(question)
+    watch_run(page)
+    box.press("Enter")
+    wait_rendered(page, watched=True)
+    page.locator('[data-testid="stChatMessage"]').last.wait_for(timeout=120_000)
+    wait_rendered(page)
+
+
+def measure(server: AppServer, repeat: int) -> dict[str, dict[str, list[float]]]:
+    from playwright.sync_api import sync_playwright
+
+    out: dict[str, dict[str, list[float]]] = {p: {"click": [], "load": []} for p in PAGES}
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        goto(page, server.url, 900_000)  # first start: the demo knowledge base may be built here
+        if not page.locator('[data-testid="stChatMessage"]').count():
+            ask(page, BENCH_QUESTION)
+        for title in PAGES:  # warm-up: models, caches, first imports
+            click_nav(page, title)
+        for _ in range(repeat):
+            for title, path in PAGES.items():
+                out[title]["click"].append(click_nav(page, title))
+                out[title]["load"].append(goto(page, server.url + path))
+        browser.close()
+    return out
+
+
+def report(results: dict[str, dict[str, list[float]]]) -> str:
+    lines = [f"{'page':<22}{'click p50':>10}{'click max':>10}{'load p50':>10}{'load max':>10}  goal"]
+    for title, runs in results.items():
+        c, ld = runs["click"], runs["load"]
+        goal = GOAL_S.get(title)
+        verdict = "" if goal is None else ("ok" if statistics.median(c) < goal else "MISSED") + f" (< {goal:.0f} s)"
+        lines.append(
+            f"{title:<22}{statistics.median(c):>10.3f}{max(c):>10.3f}"
+            f"{statistics.median(ld):>10.3f}{max(ld):>10.3f}  {verdict}"
+        )
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    home = Path(args.home or os.environ.get("RAG_HOME") or tempfile.mkdtemp(prefix="rag-bench-pages-") + "/home")
+    home.mkdir(parents=True, exist_ok=True)
+    server = AppServer(home).start()
+    try:
+        results = measure(server, args.repeat)
+    finally:
+        server.stop()
+    print(f"Page render times in seconds (warm models, {args.repeat} runs each, RAG_HOME={home})")
+    print(report(results))
+    return 0

@@ -1,0 +1,61 @@
+"""Shared by the app tests (AppTest and browser): a hostile document, a tiny gold set, the KB builder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "data" / "demo"
+
+# The upload name and the text both carry script payloads; each sets window.__xss if it ever runs.
+HOSTILE_NAME = "<img src=x onerror=window.__xss=1> <script>window.__xss=2<script> zebra.md"
+HOSTILE_TEXT = """# Zebra incident codes <script>window.__xss=3</script>
+
+The zebra protocol code is ZX-42 <img src=x onerror="window.__xss=4;alert(4)"> and zebra incidents
+must be reported to the security desk within 2 hours. <svg onload="window.__xss=5"></svg>
+
+## Notes <iframe src="javascript:window.__xss=6"></iframe>
+
+See [the runbook](javascript:window.__xss=7) for **zebra** escalation; costs are $5 to $10 per call.
+"""
+ZEBRA_QUESTION = "What is the zebra protocol code?"
+ANSWERABLE = "How many days of paid annual leave do full-time employees get?"
+UNANSWERABLE = "What is the capital of Mongolia?"
+
+
+def small_goldset() -> str:
+    """Two questions over the test knowledge base: one answerable (with a quote), one to refuse."""
+    items = [
+        {
+            "id": "leave",
+            "question": ANSWERABLE,
+            "expected_docs": ["employee_handbook.md"],
+            "relevant": [
+                {
+                    "doc": "employee_handbook.md",
+                    "quote": "Full-time employees receive 25 working days of paid annual leave per calendar year",
+                    "grade": 2,
+                }
+            ],
+            "reference_answer": "25 working days",
+        },
+        {"id": "mongolia", "question": UNANSWERABLE, "should_refuse": True},
+    ]
+    return "\n".join(json.dumps(i) for i in items) + "\n"
+
+
+def build_kb(settings, embedder, name: str = "demo"):
+    """A small real knowledge base: the demo handbook plus the hostile document."""
+    from rag.ingest.pipeline import UploadItem
+    from rag.kb import KnowledgeBase
+
+    kb = KnowledgeBase(name, settings, embedder)
+    handbook = DEMO / "employee_handbook.md"
+    kb.ingest(
+        [
+            UploadItem(handbook.name, handbook.read_bytes(), ("demo",)),
+            UploadItem(HOSTILE_NAME, HOSTILE_TEXT.encode(), ("hostile",)),
+        ]
+    )
+    return kb

@@ -1,0 +1,246 @@
+"""Every page through Streamlit's AppTest on a small real knowledge base (bundled embedder, real Chroma).
+
+The app runs from ``app.py`` exactly as ``streamlit run`` would (navigation, sidebar, cached
+models); widgets are found by key; every run must end without an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, build_kb, small_goldset
+from rag import service
+from rag.config import Settings
+from rag.highlight import md_escape
+
+pytestmark = pytest.mark.slow
+TIMEOUT = 240
+
+
+@pytest.fixture(scope="module")
+def app_kb(tmp_path_factory, embedder):
+    """RAG_HOME in a temp dir with a two-document 'demo' knowledge base (so no full demo build)."""
+    home = tmp_path_factory.mktemp("app") / "home"
+    saved = os.environ.get("RAG_HOME")
+    os.environ["RAG_HOME"] = str(home)
+    st.cache_resource.clear()
+    kb = build_kb(Settings.from_env(), embedder)
+    yield kb
+    st.cache_resource.clear()
+    if saved is None:
+        os.environ.pop("RAG_HOME", None)
+    else:
+        os.environ["RAG_HOME"] = saved
+
+
+def run(target) -> AppTest:
+    """Run the app (``target`` is the AppTest or a widget just changed) and check it ended cleanly."""
+    at = target.run(timeout=TIMEOUT)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def start(page: str = "", **params: str) -> AppTest:
+    at = run(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT))
+    if page:
+        at.switch_page(f"app_pages/{page}.py")
+        at.query_params.update(params)
+        run(at)
+    return at
+
+
+def frame(at: AppTest, column: str):
+    """The (only) table with ``column``: plain st.dataframe tables are not widgets, so have no key."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, f"{len(found)} tables with a '{column}' column"
+    return found[0]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def html_of(at: AppTest) -> str:
+    return "\n".join(e.proto.body for e in at.get("html"))
+
+
+def test_sidebar_shows_models_thresholds_and_fingerprint(app_kb):
+    at = start()
+    assert at.selectbox(key="kb").value == "demo"
+    side = texts(at.sidebar.caption) + texts(at.sidebar.markdown)
+    for word in ("Embedder", "all-MiniLM-L6-v2", "Reranker", "LLM", "recall_k", "top_n", "rerank threshold"):
+        assert word in side
+    assert Settings.from_env().fingerprint() in side
+    assert not at.sidebar.warning  # the default reranker is not a stand-in
+
+
+def test_sidebar_flags_a_stand_in_reranker(app_kb, monkeypatch):
+    monkeypatch.setenv("RAG_RERANKER", "flag")  # no model configured: the offline default stands in
+    st.cache_resource.clear()
+    try:
+        at = start()
+        assert "stand-in" in texts(at.sidebar.warning)
+    finally:
+        monkeypatch.delenv("RAG_RERANKER")
+        st.cache_resource.clear()
+
+
+def test_chat_example_question_streams_a_cited_answer(app_kb):
+    at = start()
+    assert at.button(key="example_0").label == ANSWERABLE
+    at = run(at.button(key="example_0").click())
+    assert len(at.chat_message) == 2
+    body = texts(at.markdown)
+    assert "25 working days" in body and ":blue-badge[" in body
+    marked = html_of(at)
+    assert "<mark" in marked and "25 working days" in marked
+    assert not at.warning
+
+
+def test_chat_refusal_renders_as_a_refusal_with_its_reason(app_kb):
+    at = start()
+    run(at.chat_input(key="chat_input").set_value(UNANSWERABLE))
+    warning = texts(at.warning)
+    assert "Not answered" in warning and "can't" in warning
+    assert "Why:" in texts(at.caption) and "threshold" in texts(at.caption)
+
+
+def test_chat_hostile_answer_is_escaped(app_kb):
+    at = start()
+    run(at.chat_input(key="chat_input").set_value(ZEBRA_QUESTION))
+    body = texts(at.markdown)
+    assert "ZX\\-42" in body and "\\<img" in body
+    assert not re.search(r"(?<!\\)<", body)  # every '<' in Markdown is backslash-escaped
+    marked = html_of(at)
+    assert "<img" not in marked and "<script" not in marked and "&lt;img src=x" in marked
+
+
+def test_chat_history_survives_a_new_session_and_a_restart(app_kb):
+    st.cache_resource.clear()  # as after an app restart: models and knowledge bases rebuilt
+    at = start()
+    questions = texts(at.markdown)
+    assert "How many days of paid annual leave" in questions and "capital of Mongolia" in questions
+    run(at.button(key="new_conversation").click())
+    assert len(at.chat_message) == 0 and at.button(key="example_0")
+
+
+def _last_turn(kb, question: str):
+    return next(t for t in service.recent_turns(kb, 200) if t.question == question)
+
+
+def test_inspector_ledger_has_every_stage_filled(app_kb):
+    turn = _last_turn(app_kb, ANSWERABLE)
+    at = start("inspector", kb="demo", turn=turn.id)
+    assert at.selectbox(key="inspect_target").value == f"turn:{turn.id}"
+    ledger = at.dataframe(key="ledger").value
+    stages = ["dense_rank", "dense_score", "bm25_rank", "bm25_score", "rrf_rank", "rrf_score", "rerank_rank", "rerank_score"]
+    for col in stages:
+        assert ledger[col].notna().any(), col
+    assert ledger[stages].notna().all(axis=1).any()  # some candidate went through every stage
+    assert {"final", "dropped_by", "doc", "page", "heading"} <= set(ledger.columns)
+    assert "rerank score" in texts(at.caption) and "default:" in texts(at.caption)
+
+
+def test_inspector_ledger_filters(app_kb):
+    turn = _last_turn(app_kb, ANSWERABLE)
+    at = start("inspector", kb="demo", turn=turn.id)
+    total = len(at.dataframe(key="ledger").value)
+    run(at.multiselect(key="ledger_status").set_value(["evidence"]))
+    kept = at.dataframe(key="ledger").value
+    assert 0 < len(kept) < total and set(kept["status"]) == {"evidence"}
+
+
+def test_inspector_sources_highlight_the_cited_span(app_kb):
+    turn = _last_turn(app_kb, ANSWERABLE)
+    cite = turn.answer.citations[0]
+    at = start("inspector", kb="demo", turn=turn.id, tab="Sources", cite=str(cite.n))
+    marked = html_of(at)
+    first_words = " ".join(cite.quote.split()[:5])
+    assert "<mark" in marked and first_words in marked
+    assert "opened citation" in texts(at.markdown)
+
+
+def test_inspector_scores_tab_shows_fallback_decision(app_kb):
+    turn = _last_turn(app_kb, UNANSWERABLE)
+    at = start("inspector", kb="demo", turn=turn.id, tab="Scores & fallback")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Decision"] in ("reject", "clarify") and metrics["Threshold"] == "0.350"
+    assert metrics["Margin"].startswith("-")
+    assert "Not answered" in texts(at.warning)
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_inspector_queries_and_timings(app_kb):
+    turn = _last_turn(app_kb, ANSWERABLE)
+    at = start("inspector", kb="demo", turn=turn.id, tab="Queries & timings")
+    queries = frame(at, "dense_hits")
+    assert queries.iloc[0]["kind"] == "original" and queries.iloc[0]["dense_hits"] > 0
+
+
+def test_inspector_replay_shows_what_moved(app_kb):
+    turn = _last_turn(app_kb, ANSWERABLE)
+    at = start("inspector", kb="demo", turn=turn.id, tab="Replay")
+    at.number_input(key="replay_top_n").set_value(1)
+    run(at.button(key="replay_run").click())
+    summary = texts(at.markdown)
+    assert "top\\_n\\: 5 → 1" in summary and "moved out" in summary
+    diff = frame(at, "change")
+    assert diff["change"].str.startswith("moved out").any()
+
+
+def test_inspector_new_question(app_kb):
+    at = start("inspector", kb="demo")
+    at.text_input(key="inspect_question").set_value(ZEBRA_QUESTION)
+    run(at.button(key="inspect_run").click())
+    assert at.selectbox(key="inspect_target").value.startswith("turn:")
+    assert ZEBRA_QUESTION in texts(at.markdown)
+    assert "zebra" in " ".join(at.dataframe(key="ledger").value["doc"])
+
+
+def test_upload_page_ingests_reports_errors_and_previews(app_kb):
+    at = start("upload")
+    uploader = at.file_uploader(key="upload_files")
+    uploader.set_value([("notes.txt", b"Quarterly notes: the zebra budget is 12 units.", "text/plain"),
+                        ("empty.txt", b"", "text/plain")])  # fmt: skip
+    run(at.button(key="upload_submit").click())
+    assert md_escape("notes.txt") in texts(at.success)
+    assert md_escape("empty.txt") in texts(at.error) and "0 bytes" in texts(at.error)
+    docs = frame(at, "revision")
+    assert "notes.txt" in set(docs["name"]) and len(docs) == 3
+    run(at.selectbox(key="preview_doc").set_value(docs[docs["name"].str.contains("zebra")]["id"].iloc[0]))
+    assert HOSTILE_TEXT.splitlines()[0] in texts(at.text)  # shown as plain text, verbatim
+
+
+def test_evaluation_runs_two_configurations_and_compares(app_kb):
+    from rag.eval.runs import goldsets_dir
+
+    path = goldsets_dir(app_kb) / "small.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(small_goldset(), encoding="utf-8")
+    at = start("evaluation")
+    at.selectbox(key="eval_goldset").set_value(path)
+    run(at.toggle(key="eval_two").set_value(True))
+    at.number_input(key="cfg_b_top_n").set_value(1)
+    run(at.button(key="eval_run").click())
+    assert len(at.multiselect(key="eval_pick").value) == 2
+    assert frame(at, "metric")["metric"].str.contains("ndcg").any()
+    assert set(frame(at, "outcome")["id"]) == {"leave", "mongolia"}
+    per_q = at.dataframe(key="eval_questions").value
+    assert per_q.set_index("id").loc["mongolia", "refusal_ok"]
+    assert len(at.get("download_button")) == 4 and len(at.get("plotly_chart")) == 1
+
+
+def test_pages_explain_what_to_do_without_documents(app_kb):
+    at = start()
+    run(at.text_input(key="new_kb").set_value("empty"))
+    assert at.selectbox(key="kb").value == "empty"
+    assert "no documents" in texts(at.info)
+    for page in ("inspector", "evaluation"):
+        at.switch_page(f"app_pages/{page}.py")
+        run(at)
+        assert at.info, page

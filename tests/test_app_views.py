@@ -1,0 +1,163 @@
+"""The pages' pure helpers on hand-built traces and answers: ledger, rank flow, sources, stream, charts."""
+
+from __future__ import annotations
+
+from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind
+from rag.charts import rank_flow_figure, score_figure, timings_figure
+from rag.chatview import AnswerStream, answer_markdown, conversation_labels, footnotes, outcome
+from rag.ledger import filter_ledger, ledger_frame, query_frame, rank_flow, replay_frame, score_frame, timings_frame
+from rag.records import ChunkRecord
+from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
+from rag.sources import source_views
+
+DOC = "Intro line.\nFull-time staff get 25 days <img src=x onerror=alert(1)> of leave.\nTail text here."
+
+
+def cand(cid: str, start: int, end: int, **ranks) -> Candidate:
+    return Candidate(cid, "d1", "hand<book>.md", 1, ("Leave", "Annual"), DOC[start:end], start, end, **ranks)
+
+
+def make_trace() -> Trace:
+    kept = cand("d1:1:1:1", 12, 72, dense_rank=2, dense_score=0.8, sparse_rank=1, sparse_score=7.5,
+                fused_rank=1, fused_score=0.033, rerank_rank=1, rerank_score=0.9, final_rank=1, found_by=[0])
+    cut = cand("d1:1:1:0", 0, 12, dense_rank=1, dense_score=0.85, fused_rank=2, fused_score=0.016,
+               rerank_rank=2, rerank_score=0.1, dropped_by=Dropped.RERANK_CUT, found_by=[0, 1])
+    fusion = cand("d1:1:1:2", 72, len(DOC), sparse_rank=2, sparse_score=1.0, fused_rank=3, fused_score=0.01,
+                  dropped_by=Dropped.FUSION_CUT, found_by=[1])
+    return Trace(
+        question="How many days?", kb="t", config_fingerprint="abc", index_revision=1,
+        embedder=ModelLabel("st", "mini"), reranker=ModelLabel("default", "logreg", stand_in=True, note="no flag model"),
+        settings={"rerank_threshold": 0.35, "rrf_k": 60},
+        queries=[QueryRun("How many days?", "original", dense_ids=["d1:1:1:0", "d1:1:1:1"], sparse_ids=["d1:1:1:1"]),
+                 QueryRun("How many days leave", "rewrite", "acronym", sparse_ids=["d1:1:1:2", "d1:1:1:0"])],
+        candidates=[cut, fusion, kept],
+        fallback=FallbackDecision(FallbackAction.ANSWER, "best 0.9 >= 0.35", 0.9, 0.35),
+        timings_ms={"total": 20.0, "dense": 5.0, "embed": 10.0, "rerank": 2.0},
+    )  # fmt: skip
+
+
+def make_answer(trace: Trace) -> Answer:
+    start = DOC.index("Full-time")
+    end = DOC.index("leave.") + len("leave.")
+    cite = Citation(1, 0, "d1:1:1:1", "d1", "hand<book>.md", 1, ("Leave",), start, end, 12, DOC[start:end], 0.8)
+    raw = "Full-time staff get 25 days of leave. [1]"
+    return Answer(
+        question=trace.question, text=raw, generator=ModelLabel("extractive", "x"),
+        sentences=[AnswerSentence(raw[:-4], raw, citations=[1], verified=True)], citations=[cite],
+        evidence_ids=["d1:1:1:1"],
+    )  # fmt: skip
+
+
+def test_ledger_has_every_stage_and_puts_evidence_first():
+    df = ledger_frame(make_trace())
+    assert list(df["chunk_id"]) == ["d1:1:1:1", "d1:1:1:0", "d1:1:1:2"]
+    first = df.iloc[0]
+    assert (first["dense_rank"], first["bm25_rank"], first["rrf_rank"], first["rerank_rank"]) == (2, 1, 1, 1)
+    assert list(df["dropped_by"]) == ["", "rerank_cut", "fusion_cut"]
+    assert list(df["status"]) == ["evidence", "dropped", "dropped"]
+    assert df.iloc[1]["queries"] == "q1, q2"
+
+
+def test_filter_ledger_by_status_doc_and_text():
+    df = ledger_frame(make_trace())
+    assert len(filter_ledger(df, ["rerank_cut"])) == 1
+    assert len(filter_ledger(df, ["evidence"])) == 1
+    assert len(filter_ledger(df, docs=["other.md"])) == 0
+    assert list(filter_ledger(df, text="TAIL")["chunk_id"]) == ["d1:1:1:2"]
+
+
+def test_rank_flow_goes_from_each_retriever_to_rrf_and_on():
+    flow = rank_flow(make_trace())
+    kept = flow[flow["candidate"].str.endswith("#1")]
+    assert dict(zip(kept["stage"], kept["rank"], strict=True)) == {"dense": 2, "BM25": 1, "RRF": 1, "rerank": 1, "final": 1}
+    fig = rank_flow_figure(flow)
+    assert len(fig.data) == 3
+    path = next(t for t in fig.data if t.legendgroup == "evidence")
+    assert list(path.x) == [0, 2, None, 1, 2, None, 2, 3, 4]  # dense->RRF, BM25->RRF, RRF->rerank->final
+    assert list(path.y) == [2, 1, None, 1, 1, None, 1, 1, 1]
+    assert "<img" not in path.hovertext and "&lt;book&gt;" in path.hovertext
+
+
+def test_score_and_timing_figures():
+    trace = make_trace()
+    fig = score_figure(score_frame(trace), 0.35, 0.9)
+    assert {s.x0 for s in fig.layout.shapes} == {0.35, 0.9}
+    t = timings_frame(trace)
+    assert list(t["stage"]) == ["embed", "dense", "rerank", "total"]
+    assert "total 20 ms" in timings_figure(t).layout.title.text
+
+
+def test_query_frame_says_what_only_each_query_found():
+    q = query_frame(make_trace())
+    assert list(q["dense_hits"]) == [2, 0] and list(q["bm25_hits"]) == [1, 2]
+    assert q.iloc[0]["found_only_by_this"].endswith("#1")
+    assert q.iloc[1]["found_only_by_this"].endswith("#2")
+
+
+def test_source_views_highlight_cited_span_in_chunk_and_neighbour():
+    trace = make_trace()
+    answer = make_answer(trace)
+    neighbour = ChunkRecord("d1:1:1:0b", "d1", 1, 1, 0, 0, 40, ("Leave",), DOC[0:40], "hand<book>.md")
+    views = source_views(trace, answer, lambda cid: [neighbour])
+    assert len(views) == 1 and views[0].cited_by == [1]
+    assert views[0].main.marks == 1 and "<mark" in views[0].main.html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in views[0].main.html and "<img" not in views[0].main.html
+    assert views[0].neighbours[0].marks == 1  # the span overlaps the neighbour's first 40 characters
+    assert "\\<book\\>" in views[0].main.where
+
+
+def test_footnotes_use_the_document_text_or_fall_back_to_the_quote():
+    answer = make_answer(make_trace())
+    note = footnotes(answer, lambda doc, rev: DOC)[0]
+    assert note.n == 1 and "<mark" in note.html and "&lt;img" in note.html and "<img" not in note.html
+    gone = footnotes(answer, lambda doc, rev: "")[0]
+    assert "Full-time staff" in gone.html and "<mark" in gone.html
+
+
+def test_answer_stream_shows_only_verified_sentences_and_forgets_rejected_attempts():
+    s = AnswerStream()
+    s.feed(AnswerEvent(EventKind.EVIDENCE, evidence=make_trace().evidence()))
+    s.feed(AnswerEvent(EventKind.DRAFT, text="Wrong claim [9]."))
+    assert s.sentences == [] and s.draft
+    s.feed(AnswerEvent(EventKind.SENTENCE, sentence=AnswerSentence("a", "A fact. [1]")))
+    s.feed(AnswerEvent(EventKind.REJECTED, attempt=1))
+    assert s.sentences == [] and s.draft == "" and s.rejected == 1
+    s.feed(AnswerEvent(EventKind.SENTENCE, sentence=AnswerSentence("b", "Right <b>x</b>. [1]")))
+    assert s.verified_markdown == "Right \\<b\\>x\\</b\\>\\. :blue-badge[1]"
+    s.feed(AnswerEvent(EventKind.FINAL, answer=make_answer(make_trace())))
+    assert s.final is not None and len(s.evidence) == 1
+
+
+def test_answer_markdown_badges_grouped_citations():
+    assert answer_markdown("A [1, 2] B [3]") == "A :blue-badge[1]:blue-badge[2] B :blue-badge[3]"
+
+
+def test_outcome_names_refusals_and_questions_back():
+    a = make_answer(make_trace())
+    assert outcome(a) == ("answer", "")
+    a.refused, a.refusal_reason = True, "clarify: too vague"
+    assert outcome(a) == ("clarify", "too vague")
+    a.refusal_reason = "fallback: best 0.1 < 0.35"
+    assert outcome(a) == ("refusal", "best 0.1 < 0.35")
+    a.refusal_reason = "No draft passed citation checks"
+    assert outcome(a) == ("refusal", "No draft passed citation checks")
+
+
+def test_replay_frame_lists_moves():
+    old = make_trace()
+    new = make_trace()
+    for c in new.candidates:
+        c.final_rank, c.dropped_by = (1, None) if c.chunk_id == "d1:1:1:0" else (None, Dropped.THRESHOLD)
+    df = replay_frame(old, new, ["d1:1:1:0"], ["d1:1:1:1"])
+    assert list(df["change"]) == ["moved in", "moved out (threshold)"]
+    assert df["before"].isna().tolist() == [True, False] and df["before"].iloc[1] == 1
+    assert df["after"].iloc[0] == 1 and df["after"].isna().iloc[1]
+
+
+def test_conversation_labels_use_first_question_and_skip_inspector():
+    class T:
+        def __init__(self, conv, seq, q):
+            self.conversation, self.seq, self.question, self.created_at = conv, seq, q, "2025-01-02T03:04:05"
+
+    turns = [T("a", 2, "second"), T("a", 1, "first"), T("inspector", 1, "x")]
+    assert conversation_labels(["inspector", "a"], turns) == {"a": "first · 2025-01-02 03:04"}
