@@ -177,8 +177,8 @@ def _settings_panel(kb_name: str) -> None:
     if label.stand_in:
         st.warning(f"Reranker is a **stand-in**: {md_escape(label.note)}", icon=":material/warning:")
     with st.expander("All settings", expanded=False):
-        rows = [{"setting": k, "value": str(v)} for k, v in s.public_dict().items()]
-        st.dataframe(rows, hide_index=True, width="stretch", key="settings_table")
+        rows = "\n".join(f"| `{k}` | {md_escape(str(v))} |" for k, v in s.public_dict().items())
+        st.markdown("| setting | value |\n|---|---|\n" + rows)
         st.caption("Change settings with RAG_* environment variables (see README) and restart.")
 
 

@@ -38,15 +38,17 @@ PAGES = {"Chat": "", "Upload": "upload", "Retrieval Inspector": "inspector", "Ev
 GOAL_S = {"Chat": 1.0, "Upload": 1.0, "Retrieval Inspector": 1.0}
 BENCH_QUESTION = "How many days of paid annual leave do full-time employees get?"
 _WATCH = """() => {
-  const app = document.querySelector('[data-testid="stApp"]');
   window.__rs = {ran: false, done: false};
   if (window.__rsObserver) window.__rsObserver.disconnect();
-  window.__rsObserver = new MutationObserver(() => {
-    const s = app.getAttribute('data-test-script-state');
-    if (s === 'running') window.__rs.ran = true;
+  const state = () => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  window.__rsObserver = new MutationObserver((records) => {
+    for (const m of records) if (m.oldValue && m.oldValue !== 'notRunning') window.__rs.ran = true;
+    const s = state();
+    if (s && s !== 'notRunning') window.__rs.ran = true;
     if (s === 'notRunning' && window.__rs.ran) window.__rs.done = true;
   });
-  window.__rsObserver.observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  window.__rsObserver.observe(document.body, {attributes: true, attributeOldValue: true, subtree: true,
+                                              childList: true, attributeFilter: ['data-test-script-state']});
 }"""
 _SETTLED = """() => !document.querySelector('[data-stale="true"]')
   && !document.querySelector('[data-testid="stSkeleton"]')

@@ -44,6 +44,7 @@ def emit(kind: str, payload) -> None:
 
 
 def die() -> None:
+    emit("KILL", os.environ.get("RAG_TEST_CRASH_AT", "?"))
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -99,14 +100,14 @@ def install_crash_point(point: str, kb: KnowledgeBase | None) -> None:
 
 
 CRASH_POINTS = [
-    "job-started",
-    "vectors-added",
-    "publish-uncommitted",
-    "published",
-    "mid-drop",
-    "bm25-swap",
-    "bm25-old-left",
-    "recover-mid-drop",
+    "job-started",  # a job row 'running', no revision yet
+    "vectors-added",  # revisions 'writing' with all their vectors in Chroma, nothing published
+    "recover-mid-drop",  # the next open dies while recovering the above (after deleting some vectors)
+    "publish-uncommitted",  # inside the publish transaction, before COMMIT
+    "published",  # committed; the replaced revisions still 'retired' with their vectors
+    "mid-drop",  # a replaced revision's vectors deleted, its catalog rows not yet
+    "bm25-swap",  # the live BM25 index moved aside, the new one not yet in place
+    "bm25-old-left",  # the new BM25 index in place, the old one not yet removed
 ]
 
 

@@ -96,7 +96,9 @@ def _revision_problems(kb, active: dict[str, int], chroma_text: dict[str, str]) 
     """Every active revision has its text, all its chunks, and Chroma holds the same chunk texts."""
     problems = []
     for doc_id, rev in active.items():
-        row = kb.catalog.q("SELECT chunks, text FROM revisions WHERE kb=? AND doc_id=? AND revision=?", kb.name, doc_id, rev)
+        row = kb.catalog.q(
+            "SELECT chunks, text FROM revisions WHERE kb=? AND doc_id=? AND revision=?", kb.name, doc_id, rev
+        )
         chunks = kb.catalog.doc_chunks(kb.name, doc_id, rev)
         if not row or row[0]["text"] is None or row[0]["chunks"] != len(chunks):
             problems.append(f"revision {doc_id}:{rev} incomplete")
@@ -166,7 +168,11 @@ def probe_queries(kb) -> list[str]:
                 sparse = [h for h in kb.sparse_search(term, 50) if h.chunk.doc_id == doc_id]
                 dense = kb.dense_search(kb.embedder.embed_query(term), 20)
                 problems += check_hits(sparse, f"sparse {term}") + check_hits(dense, f"dense {term}")
-                problems += [f"dense {term}: inactive {h.chunk.id}" for h in dense if active.get(h.chunk.doc_id) != h.chunk.revision]
+                problems += [
+                    f"dense {term}: inactive {h.chunk.id}"
+                    for h in dense
+                    if active.get(h.chunk.doc_id) != h.chunk.revision
+                ]
                 if v in found and not sparse:
                     problems.append(f"sparse {term}: active revision {doc_id}:{rev} not found")
                 if v not in found and sparse:

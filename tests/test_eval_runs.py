@@ -274,19 +274,8 @@ def test_cli_eval_run_on_demo_gold_set_and_compare(tmp_path):
         assert text in out.stdout
     run_id = out.stdout.rsplit("run id: ", 1)[1].split()[0]
     assert len(list(csv.DictReader(csv_path.open()))) == len(load_goldset(ROOT / "data/demo/gold.jsonl"))
-    again = _cli(
-        home,
-        "eval",
-        "run",
-        "data/demo/gold.jsonl",
-        "--kb",
-        "demo",
-        "--no-answers",
-        "--limit",
-        "5",
-        "--config",
-        "top_n=2",
-    )
+    demo = ["data/demo/gold.jsonl", "--kb", "demo", "--no-answers"]
+    again = _cli(home, "eval", "run", *demo, "--limit", "5", "--config", "top_n=2")
     assert again.returncode == 0, again.stderr
     other = again.stdout.rsplit("run id: ", 1)[1].split()[0]
     cmp = _cli(home, "eval", "compare", run_id, other, "--kb", "demo")
@@ -294,22 +283,20 @@ def test_cli_eval_run_on_demo_gold_set_and_compare(tmp_path):
     assert "top_n: 5 -> 2" in cmp.stdout and "wins" in cmp.stdout
 
 
+BAD_LINE = '{"id": "b", "question": "Why?", "answer": "x"}'
+
+
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("lines", "args", "message"),
     [
-        (["--config", "top_n=2"], "line 2"),
-        (["--config", "no_such_setting=1"], "unknown setting"),
-        (["--config", "top_n"], "KEY=VALUE"),
+        (2, ["--config", "top_n=2"], "line 2: field 'answer' is not part of the format"),
+        (1, ["--config", "no_such_setting=1"], "unknown setting"),
+        (1, ["--config", "top_n"], "KEY=VALUE"),
     ],
 )
-def test_cli_eval_errors_exit_2_without_traceback(tmp_path, args, message):
+def test_cli_eval_errors_exit_2_without_traceback(tmp_path, lines, args, message):
     bad = tmp_path / "bad.jsonl"
-    good_line = json.dumps({"id": "a", "question": "Where?"})
-    bad.write_text(
-        good_line + "\n" + '{"id": "b", "question": "Why?", "answer": "x"}\n'
-        if message == "line 2"
-        else good_line + "\n"
-    )
+    bad.write_text("\n".join([json.dumps({"id": "a", "question": "Where?"}), BAD_LINE][:lines]) + "\n")
     out = _cli(tmp_path / "home", "eval", "run", str(bad), "--kb", "demo", *args)
     assert out.returncode == 2, out.stdout + out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr

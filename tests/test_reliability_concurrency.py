@@ -59,7 +59,10 @@ def _unpublished(kb: KnowledgeBase, hits) -> list[str]:
     out = []
     for h in hits:
         rows = kb.catalog.q(
-            "SELECT state FROM revisions WHERE kb=? AND doc_id=? AND revision=?", kb.name, h.chunk.doc_id, h.chunk.revision
+            "SELECT state FROM revisions WHERE kb=? AND doc_id=? AND revision=?",
+            kb.name,
+            h.chunk.doc_id,
+            h.chunk.revision,
         )
         if not rows or rows[0][0] in ("writing", "failed"):
             out.append(f"unpublished revision visible: {h.chunk.id}")

@@ -11,6 +11,7 @@ after the last finished batch or the one in flight, never a mix, with every stor
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import queue
 import random
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from reliability_driver import CRASH_POINTS, DOCS, batch
-from reliability_support import HashEmbedder, audit, doc_text, make_tiny_model, probe_queries, read_json_line
+from reliability_support import HashEmbedder, audit, doc_text, make_tiny_model, probe_queries
 
 from rag.config import Settings
 from rag.kb import KnowledgeBase
@@ -71,27 +72,30 @@ class CrashRun:
     in_job: int = 0  # kills that interrupted a job (it is found 'failed' afterwards)
     step_s: list[float] = field(default_factory=list)
     failed_jobs: int = 0
+    named: list[str] = field(default_factory=list)  # crash points that fired
 
     def cycle(self, point: str = "", kill_after: float | None = None, steps: int = 3) -> None:
         env = child_env(RAG_TEST_CRASH_AT=point)
         cmd = [sys.executable, str(DRIVER), "crash", str(self.home), "--from", str(self.done + 1)]
         cmd += ["--to", str(self.done + 1 + steps)]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        lines = Lines(proc)
-        first = lines.next()
-        assert first is not None, proc.stderr.read()[-3000:]
-        self.check_audit(read_json_line(first, "AUDIT "))
-        ready = float(lines.next().split()[1])
-        if kill_after is not None:
-            threading.Timer(kill_after, _kill, args=(proc,)).start()
-        last = ready
+        lines, last = Lines(proc), 0.0
         while (line := lines.next()) is not None:
-            _, step, at = line.split()
-            step, now = int(step), float(at)
-            self.step_s.append(now - last)
-            last, self.done = now, step
+            kind, _, rest = line.partition(" ")
+            if kind == "AUDIT":
+                self.check_audit(json.loads(rest))
+            elif kind == "READY":
+                last = float(rest)
+                if kill_after is not None:
+                    threading.Timer(kill_after, _kill, args=(proc,)).start()
+            elif kind == "DONE":
+                step, at = rest.split()
+                self.step_s.append(float(at) - last)
+                last, self.done = float(at), int(step)
+            elif kind == "KILL":
+                self.named.append(rest)
         rc = proc.wait(60)
-        assert rc in (0, -signal.SIGKILL), proc.stderr.read()[-2000:]
+        assert rc in (0, -signal.SIGKILL), proc.stderr.read()[-3000:]
         self.kills += rc == -signal.SIGKILL
 
     def check_audit(self, report: dict) -> None:
@@ -117,6 +121,7 @@ def test_sigkill_at_named_and_random_points_loses_nothing(tmp_path, capsys):
     step_time = sorted(run.step_s)[1]
     for point in CRASH_POINTS:
         run.cycle(point=point)
+    assert run.named == CRASH_POINTS  # each named point fired where it was meant to
     rng = random.Random(SEED)
     for _ in range(RANDOM_KILLS):
         run.cycle(kill_after=rng.uniform(0, 3 * step_time))

@@ -96,12 +96,14 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
 
     ``filters`` takes ``doc_ids``, ``tags``, ``date_from``, ``date_to`` (applied at recall time in
     both retrievers). ``llm`` enables LLM rewrite / HyDE / fallback judging when settings ask.
-    ``persist`` saves the trace in the knowledge base's catalog (replay needs it)."""
+    ``persist`` saves the trace in the knowledge base's catalog (replay needs it); the ``total``
+    timing covers everything before that write."""
     t0 = time.perf_counter()
     settings = settings or kb.settings
     question = validate_question(question, settings)
     filters = clean_filters(filters)
     ctx = context(kb, settings)
+    revision = int(kb.index_revision)  # read before searching: what the results come from
     timings: dict[str, float] = {}
     allowed = kb.filter_doc_ids(**filters) if filters else None
     plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), llm, settings.hyde)
@@ -114,7 +116,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
         decision, ranked = _judge(ctx, question, wider, settings, llm, timings, attempt_no=2)
         decision.reason = f"attempt 1: {first.reason} | attempt 2 (recall_k={settings.recall_k * 2}): {decision.reason}"
         attempt = wider
-    trace = _build_trace(kb, question, settings, ctx, plan.queries, filters)
+    trace = _build_trace(kb, question, settings, ctx, plan.queries, filters, revision)
     trace.attempts = 2 if attempt.recall_k > settings.recall_k else 1
     trace.fallback = decision
     _fill_candidates(kb, trace, attempt, ranked, settings, decision, timings)
@@ -146,12 +148,12 @@ def _judge(ctx, question, attempt: Attempt, settings, llm, timings, attempt_no: 
     return decision, ranked
 
 
-def _build_trace(kb, question, settings, ctx, queries, filters) -> Trace:
+def _build_trace(kb, question, settings, ctx, queries, filters, revision: int) -> Trace:
     return Trace(
         question=question,
         kb=kb.name,
         config_fingerprint=settings.fingerprint(),
-        index_revision=int(kb.index_revision),
+        index_revision=revision,
         embedder=kb.embedder.label,
         reranker=ctx.reranker.label,
         settings=settings.result_fields(),
