@@ -56,3 +56,25 @@ def print_trace(trace: Trace) -> None:
         dropped = c.dropped_by.value if c.dropped_by else ""
         print(f"{c.chunk_id:30} {_fmt(c.dense_rank, c.dense_score)} {_fmt(c.sparse_rank, c.sparse_score)} "
               f"{_fmt(c.fused_rank, c.fused_score)} {_fmt(c.rerank_rank, c.rerank_score)} {final}  {dropped}")
+
+
+def add_calibrate_parser(sub) -> None:
+    s = sub.add_parser("calibrate-support", help="choose support_threshold on a gold set (train/demo only)")
+    s.add_argument("gold")
+    s.add_argument("--kb", default="demo")
+    s.set_defaults(func=run_calibrate)
+
+
+def run_calibrate(args) -> int:
+    from rag.answer.calibrate import calibrate, claim_pairs
+    from rag.eval.goldset import load_goldset
+    from rag.kb import KnowledgeBase
+
+    kb = KnowledgeBase(args.kb, Settings.from_env(), create=False)
+    positives, negatives = claim_pairs(load_goldset(args.gold), kb)
+    cal = calibrate(positives, negatives, kb.embedder.embed_texts)
+    print(f"{len(positives)} supported and {len(negatives)} unsupported claims")
+    print(f"threshold {cal.threshold:.2f}  balanced accuracy {cal.balanced_accuracy:.3f}")
+    print("supported:   " + " ".join(f"{x:.2f}" for x in sorted(cal.positives)))
+    print("unsupported: " + " ".join(f"{x:.2f}" for x in sorted(cal.negatives)))
+    return 0

@@ -7,6 +7,7 @@ def register(sub) -> None:
     from rag import cli_ask, cli_backup, cli_eval
 
     cli_ask.add_parser(sub)
+    cli_ask.add_calibrate_parser(sub)
     cli_eval.add_parsers(sub)
     cli_backup.add_parsers(sub)
     s = sub.add_parser("bench", help="benchmarks that print figures")

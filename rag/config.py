@@ -60,7 +60,7 @@ class Settings:
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")
     evidence_budget_chars: int = _f(6000, "Character budget for evidence including neighbour expansion.")
-    support_threshold: float = _f(0.5, "Minimum support score for a cited sentence to be accepted.")
+    support_threshold: float = _f(0.54, "Minimum support score for a cited sentence (calibrated: `python -m rag calibrate-support`).")
     # --- limits ---
     max_file_mb: float = _f(50.0, "Largest accepted upload in MB.", affects=False)
     max_pages: int = _f(2000, "Most pages accepted in one document.", affects=False)

@@ -244,3 +244,22 @@ def test_pages_explain_what_to_do_without_documents(app_kb):
         at.switch_page(f"app_pages/{page}.py")
         run(at)
         assert at.info, page
+
+
+def test_inspector_labels_selected_candidates_into_a_gold_set(app_kb):
+    from rag.eval.goldset import load_goldset
+    from rag.eval.runs import goldsets_dir
+
+    turn = _last_turn(app_kb, ANSWERABLE)
+    at = start("inspector", kb="demo", turn=turn.id)
+    assert not at.button.filter(lambda b: b.key == "judge_relevant")  # nothing selected yet
+    at.session_state["ledger"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    run(at)
+    run(at.button(key="judge_relevant").click())
+    assert "Labelled 1 candidate" in texts(at.success)
+    chosen = at.selectbox(key="judge_goldset").value
+    assert chosen.parent == goldsets_dir(app_kb)
+    print(chosen, chosen.read_text())
+    item = next(i for i in load_goldset(chosen).items if i.question == ANSWERABLE)
+    top = at.dataframe(key="ledger").value.iloc[0]
+    assert any(p.doc == top["doc"] for p in item.relevant)

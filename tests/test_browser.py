@@ -78,7 +78,15 @@ def shot(page, name: str) -> None:
 def ask(page, question: str) -> None:
     box = page.locator('[data-testid="stChatInputTextArea"]')
     box.fill(question)
+    before = page.get_by_role("link", name="Open this turn in the Inspector").count()
     act(page, lambda: box.press("Enter"))
+    # the streamed turn is redrawn from history (with its footnotes and links) by a rerun
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('a')].filter(a => a.innerText.includes('Open this turn')).length > n",
+        arg=before,
+        timeout=120_000,
+    )
+    wait_rendered(page)
 
 
 def test_1_demo_knowledge_base_is_built_on_first_start(page):
@@ -118,7 +126,7 @@ def test_3_chat_gives_a_cited_answer_with_highlighted_span(page):
 
 
 def test_4_citation_opens_in_the_inspector_with_the_span_highlighted(page):
-    link = page.locator('[data-testid="stChatMessage"]').last.get_by_role("link", name="Inspect").first
+    link = page.locator('[data-testid="stChatMessage"]').last.get_by_role("link", name="Inspect", exact=True).first
     act(page, link.click)
     assert "/inspector" in page.url and "turn=" in page.url and "cite=" in page.url
     mark = page.locator(".rs-passage mark").first
@@ -144,8 +152,7 @@ def test_5_hostile_document_is_shown_escaped_in_chat_and_inspector(page):
     shot(page, "07-chat-hostile")
     no_script_ran(page)
     act(page, answer.get_by_role("link", name="Open this turn in the Inspector").click)
-    page.get_by_role("tab", name="Sources").click()
-    wait_rendered(page)
+    act(page, lambda: page.get_by_role("tab", name="Sources").click())
     sources = page.locator(".rs-passage").first
     sources.wait_for()
     assert "<script>window.__xss=3</script>" in page.locator("main").inner_text()
