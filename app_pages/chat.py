@@ -44,13 +44,15 @@ def _conversation_options() -> dict[str, str]:
     return labels if current in labels else {current: "New conversation", **labels}
 
 
-def _cards(evidence) -> None:
-    with st.expander(f"Evidence ({len(evidence)} chunks)", expanded=False):
+def _cards(evidence, expanded: bool = False) -> None:
+    """The numbered evidence as one Markdown block (every piece of text escaped)."""
+    with st.expander(f"Evidence ({len(evidence)} chunks)", expanded=expanded):
+        blocks = []
         for card in evidence_cards(evidence):
             score = f" · rerank {card.score:.2f}" if card.score is not None else ""
             extra = " · neighbour" if card.neighbour else ""
-            st.markdown(f":gray-badge[{card.n}] {card.where}{score}{extra}")
-            st.text(card.text)
+            blocks.append(f":gray-badge[{card.n}] {card.where}{score}{extra}  \n{md_escape(card.text)}")
+        st.markdown("\n\n".join(blocks))
 
 
 def _sources(turn) -> None:
@@ -116,7 +118,7 @@ def _ask(question: str, conversation: str) -> bool:
                 view.feed(payload)
                 if payload.kind is EventKind.EVIDENCE and view.evidence:
                     with cards:
-                        _cards(view.evidence)
+                        _cards(view.evidence, expanded=True)
                 answer_box.markdown(view.verified_markdown)
                 note = f"Draft, not yet verified: {md_escape(view.draft[-240:])}" if view.draft else ""
                 draft_box.caption(note + (f" · {view.rejected} draft(s) rejected" if view.rejected else ""))

@@ -9,6 +9,7 @@ from rag.chatview import INSPECTOR_CONVERSATION, answer_markdown, outcome
 from rag.highlight import md_escape
 from rag.ledger import (
     filter_ledger,
+    ledger_columns,
     ledger_frame,
     query_frame,
     rank_flow,
@@ -131,22 +132,12 @@ def _ledger(trace) -> None:
 
 
 def _ledger_columns(trace) -> dict:
-    num = st.column_config.NumberColumn
-    return {
-        "final": num("final", help="Position [n] in the evidence given to the generator"),
-        "status": st.column_config.TextColumn("status", help="evidence, neighbour (added by expansion) or dropped"),
-        "dropped_by": st.column_config.TextColumn("dropped by", help="Why it is not evidence"),
-        "dense_rank": num("dense #"),
-        "dense_score": num("dense score", format="%.3f", help=f"Cosine similarity, {trace.embedder.model}"),
-        "bm25_rank": num("BM25 #"),
-        "bm25_score": num("BM25 score", format="%.2f", help="BM25 (bm25s)"),
-        "rrf_rank": num("RRF #"),
-        "rrf_score": num("RRF score", format="%.4f", help="Reciprocal Rank Fusion over all queries and retrievers"),
-        "rerank_rank": num("rerank #"),
-        "rerank_score": num("rerank score", format="%.3f", help=str(trace.reranker)),
-        "text": st.column_config.TextColumn("text", width="large"),
-        "chunk_id": st.column_config.TextColumn("chunk id"),
-    }
+    """Column headers, number formats and help (naming the model behind each score) from rag.ledger."""
+    out = {}
+    for col, (label, fmt, help_text) in ledger_columns(trace).items():
+        kind = st.column_config.NumberColumn if fmt else st.column_config.TextColumn
+        out[col] = kind(label, help=help_text or None, **({"format": fmt} if fmt and fmt != "int" else {}))
+    return out
 
 
 def _judge(trace, selected) -> None:

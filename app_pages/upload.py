@@ -9,7 +9,7 @@ from rag.ingest.pipeline import UploadItem
 from rag.ingest.safety import SUPPORTED_EXTENSIONS
 
 STAGES = ["parse", "chunk", "embed", "done"]
-PREVIEW_PAGE = 25  # chunks per preview page
+PREVIEW_PAGE = 10  # chunks per preview page
 
 st.title("Upload")
 kb = appkit.current_kb()
@@ -49,6 +49,7 @@ def _upload_form() -> None:
             type=[e.lstrip(".") for e in SUPPORTED_EXTENSIONS],
             accept_multiple_files=True,
             key="upload_files",
+            help=f"Up to {kb.settings.max_file_mb:g} MB per file; re-uploading an unchanged file does nothing.",
         )
         c1, c2 = st.columns(2)
         tags = c1.text_input("Tags (comma separated)", key="upload_tags")
@@ -110,8 +111,7 @@ def _preview(docs) -> None:
     for c in chunks[start : start + PREVIEW_PAGE]:
         crumb = " › ".join(md_escape(h) for h in c.heading_path) or "(no heading)"
         with st.expander(f"p.{c.page} · #{c.idx} · {crumb}", expanded=False):
-            st.text(c.text)
-            st.caption(f"`{c.id}` · chars {c.char_start}–{c.char_end}")
+            st.text(f"{c.text}\n\n— {c.id} · characters {c.char_start}–{c.char_end}")
 
 
 def _delete(docs) -> None:

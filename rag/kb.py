@@ -108,11 +108,13 @@ class KnowledgeBase:
     def _drop_inactive(self) -> None:
         writer.drop_inactive(self.catalog, self.vectors, self.name)
 
-    def _tidy(self, when: str, refresh: bool = True) -> None:
+    def _tidy(self, when: str, refresh: bool = True, deleted: str = "") -> None:
         """Drop replaced or unfinished vectors, rebuild BM25. A store outage only postpones this:
         the catalog already says what is visible, and the next write or open finishes the job."""
         try:
             self._drop_inactive()
+            if deleted:
+                self.vectors.delete_document(deleted)
             if refresh:
                 self.refresh_bm25()
         except StoreUnavailable as exc:
@@ -161,7 +163,7 @@ class KnowledgeBase:
                 )
                 db.execute("UPDATE documents SET active_revision=NULL WHERE kb=? AND id=?", (self.name, record.id))
                 db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (self.name,))
-            self._tidy("after deleting")
+            self._tidy("after deleting", deleted=record.id)
         return record
 
     # -- documents and chunks ----------------------------------------------------

@@ -45,6 +45,24 @@ PREVIEW_CHARS = 160
 TIMING_ORDER = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total")
 
 
+def ledger_columns(trace: Trace) -> dict[str, tuple[str, str, str]]:
+    """column -> (header, number format or '' for text, help); the help names the model behind each score."""
+    return {
+        "final": ("final", "int", "Position [n] in the evidence given to the generator"),
+        "status": ("status", "", "evidence, neighbour (added by expansion) or dropped"),
+        "dropped_by": ("dropped by", "", "Why it is not evidence"),
+        "dense_rank": ("dense #", "int", ""),
+        "dense_score": ("dense score", "%.3f", f"Cosine similarity from {trace.embedder.model}"),
+        "bm25_rank": ("BM25 #", "int", ""),
+        "bm25_score": ("BM25 score", "%.2f", "BM25 (bm25s)"),
+        "rrf_rank": ("RRF #", "int", ""),
+        "rrf_score": ("RRF score", "%.4f", "Reciprocal Rank Fusion over all queries and both retrievers"),
+        "rerank_rank": ("rerank #", "int", ""),
+        "rerank_score": ("rerank score", "%.3f", f"From {trace.reranker}"),
+        "chunk_id": ("chunk id", "", ""),
+    }
+
+
 def status_of(c: Candidate) -> str:
     if c.kept:
         return "neighbour" if c.expanded_from else "evidence"

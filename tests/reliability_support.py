@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import queue
 import re
 import shutil
+import subprocess
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +24,8 @@ from rag.ingest.chunking import estimate_tokens
 from rag.models import Embedder, bundled_path
 
 HASH_MODEL_ID = "test-hash-embedder"
+ROOT = Path(__file__).resolve().parent.parent
+DRIVER = ROOT / "tests" / "reliability_driver.py"
 _WORD = re.compile(r"\w+")
 
 
@@ -178,3 +184,27 @@ def probe_queries(kb) -> list[str]:
                 if v not in found and sparse:
                     problems.append(f"sparse {term}: old version visible in {sparse[0].chunk.id}")
     return problems
+
+
+# -- subprocesses -------------------------------------------------------------------------------
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment without RAG_* settings, able to import rag and the test helpers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    env |= {"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "HF_HUB_OFFLINE": "1"}
+    return env | {"TOKENIZERS_PARALLELISM": "false"} | extra
+
+
+class Lines:
+    """Stdout lines of a child, read in a thread so that the test can wait with a timeout."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.q: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
+
+    def _pump(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def next(self, timeout: float = 120) -> str | None:
+        return self.q.get(timeout=timeout)

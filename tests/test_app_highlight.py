@@ -83,7 +83,14 @@ def test_passage_html_wraps_in_a_div_and_marks_cut_ends():
 
 @pytest.mark.parametrize(
     "text",
-    ["<script>alert(1)</script>", "[click](javascript:alert(1))", "$x^2$", "**bold** _it_ `code`", "# heading", ":red[x]"],
+    [
+        "<script>alert(1)</script>",
+        "[click](javascript:alert(1))",
+        "$x^2$",
+        "**bold** _it_ `code`",
+        "# heading",
+        ":red[x]",
+    ],
 )
 def test_md_escape_leaves_no_markdown_syntax_unescaped(text):
     out = md_escape(text)

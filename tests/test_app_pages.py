@@ -11,9 +11,9 @@ import re
 
 import pytest
 import streamlit as st
+from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, build_kb, small_goldset
 from streamlit.testing.v1 import AppTest
 
-from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, build_kb, small_goldset
 from rag import service
 from rag.config import Settings
 from rag.highlight import md_escape
@@ -30,6 +30,8 @@ def app_kb(tmp_path_factory, embedder):
     os.environ["RAG_HOME"] = str(home)
     st.cache_resource.clear()
     kb = build_kb(Settings.from_env(), embedder)
+    for question in (ANSWERABLE, UNANSWERABLE):  # turns for the Inspector tests, whatever runs first
+        service.ask(kb, question, conversation="fixture")
     yield kb
     st.cache_resource.clear()
     if saved is None:
@@ -91,7 +93,7 @@ def test_sidebar_flags_a_stand_in_reranker(app_kb, monkeypatch):
 
 
 def test_chat_example_question_streams_a_cited_answer(app_kb):
-    at = start()
+    at = run(start().button(key="new_conversation").click())
     assert at.button(key="example_0").label == ANSWERABLE
     at = run(at.button(key="example_0").click())
     assert len(at.chat_message) == 2
@@ -108,6 +110,13 @@ def test_chat_refusal_renders_as_a_refusal_with_its_reason(app_kb):
     warning = texts(at.warning)
     assert "Not answered" in warning and "can't" in warning
     assert "Why:" in texts(at.caption) and "threshold" in texts(at.caption)
+
+
+def test_chat_too_long_question_shows_the_limit_and_the_fix(app_kb):
+    at = start()
+    run(at.chat_input(key="chat_input").set_value("leave " * 1000))
+    error = texts(at.error)
+    assert "limit" in error and "RAG\\_MAX\\_QUERY\\_CHARS" in error
 
 
 def test_chat_hostile_answer_is_escaped(app_kb):
@@ -138,7 +147,16 @@ def test_inspector_ledger_has_every_stage_filled(app_kb):
     at = start("inspector", kb="demo", turn=turn.id)
     assert at.selectbox(key="inspect_target").value == f"turn:{turn.id}"
     ledger = at.dataframe(key="ledger").value
-    stages = ["dense_rank", "dense_score", "bm25_rank", "bm25_score", "rrf_rank", "rrf_score", "rerank_rank", "rerank_score"]
+    stages = [
+        "dense_rank",
+        "dense_score",
+        "bm25_rank",
+        "bm25_score",
+        "rrf_rank",
+        "rrf_score",
+        "rerank_rank",
+        "rerank_score",
+    ]
     for col in stages:
         assert ledger[col].notna().any(), col
     assert ledger[stages].notna().all(axis=1).any()  # some candidate went through every stage
@@ -252,14 +270,13 @@ def test_inspector_labels_selected_candidates_into_a_gold_set(app_kb):
 
     turn = _last_turn(app_kb, ANSWERABLE)
     at = start("inspector", kb="demo", turn=turn.id)
-    assert not at.button.filter(lambda b: b.key == "judge_relevant")  # nothing selected yet
+    assert "judge_relevant" not in [b.key for b in at.button]  # nothing selected yet
     at.session_state["ledger"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     run(at)
     run(at.button(key="judge_relevant").click())
     assert "Labelled 1 candidate" in texts(at.success)
     chosen = at.selectbox(key="judge_goldset").value
     assert chosen.parent == goldsets_dir(app_kb)
-    print(chosen, chosen.read_text())
     item = next(i for i in load_goldset(chosen).items if i.question == ANSWERABLE)
     top = at.dataframe(key="ledger").value.iloc[0]
     assert any(p.doc == top["doc"] for p in item.relevant)

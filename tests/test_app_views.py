@@ -18,12 +18,45 @@ def cand(cid: str, start: int, end: int, **ranks) -> Candidate:
 
 
 def make_trace() -> Trace:
-    kept = cand("d1:1:1:1", 12, 72, dense_rank=2, dense_score=0.8, sparse_rank=1, sparse_score=7.5,
-                fused_rank=1, fused_score=0.033, rerank_rank=1, rerank_score=0.9, final_rank=1, found_by=[0])
-    cut = cand("d1:1:1:0", 0, 12, dense_rank=1, dense_score=0.85, fused_rank=2, fused_score=0.016,
-               rerank_rank=2, rerank_score=0.1, dropped_by=Dropped.RERANK_CUT, found_by=[0, 1])
-    fusion = cand("d1:1:1:2", 72, len(DOC), sparse_rank=2, sparse_score=1.0, fused_rank=3, fused_score=0.01,
-                  dropped_by=Dropped.FUSION_CUT, found_by=[1])
+    kept = cand(
+        "d1:1:1:1",
+        12,
+        72,
+        dense_rank=2,
+        dense_score=0.8,
+        sparse_rank=1,
+        sparse_score=7.5,
+        fused_rank=1,
+        fused_score=0.033,
+        rerank_rank=1,
+        rerank_score=0.9,
+        final_rank=1,
+        found_by=[0],
+    )
+    cut = cand(
+        "d1:1:1:0",
+        0,
+        12,
+        dense_rank=1,
+        dense_score=0.85,
+        fused_rank=2,
+        fused_score=0.016,
+        rerank_rank=2,
+        rerank_score=0.1,
+        dropped_by=Dropped.RERANK_CUT,
+        found_by=[0, 1],
+    )
+    fusion = cand(
+        "d1:1:1:2",
+        72,
+        len(DOC),
+        sparse_rank=2,
+        sparse_score=1.0,
+        fused_rank=3,
+        fused_score=0.01,
+        dropped_by=Dropped.FUSION_CUT,
+        found_by=[1],
+    )
     return Trace(
         question="How many days?", kb="t", config_fingerprint="abc", index_revision=1,
         embedder=ModelLabel("st", "mini"), reranker=ModelLabel("default", "logreg", stand_in=True, note="no flag model"),
@@ -69,7 +102,13 @@ def test_filter_ledger_by_status_doc_and_text():
 def test_rank_flow_goes_from_each_retriever_to_rrf_and_on():
     flow = rank_flow(make_trace())
     kept = flow[flow["candidate"].str.endswith("#1")]
-    assert dict(zip(kept["stage"], kept["rank"], strict=True)) == {"dense": 2, "BM25": 1, "RRF": 1, "rerank": 1, "final": 1}
+    assert dict(zip(kept["stage"], kept["rank"], strict=True)) == {
+        "dense": 2,
+        "BM25": 1,
+        "RRF": 1,
+        "rerank": 1,
+        "final": 1,
+    }
     fig = rank_flow_figure(flow)
     assert len(fig.data) == 3
     path = next(t for t in fig.data if t.legendgroup == "evidence")

@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION
+
 from rag.bench_pages import CHROMIUM, AppServer, goto, launch, wait_rendered, watch_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -14,8 +14,19 @@ import threading
 import time
 
 import pytest
-from reliability_support import HashEmbedder, audit, check_hits, doc_text, marker, probe_queries, read_json_line
-from test_reliability_crash import DRIVER, ROOT, Lines, child_env
+from reliability_support import (
+    DRIVER,
+    ROOT,
+    HashEmbedder,
+    Lines,
+    audit,
+    check_hits,
+    child_env,
+    doc_text,
+    marker,
+    probe_queries,
+    read_json_line,
+)
 
 from rag.config import Settings
 from rag.ingest.pipeline import UploadItem

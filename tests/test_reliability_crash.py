@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import random
 import signal
 import subprocess
@@ -25,43 +24,29 @@ from pathlib import Path
 
 import pytest
 from reliability_driver import CRASH_POINTS, DOCS, batch
-from reliability_support import HashEmbedder, audit, doc_text, make_tiny_model, probe_queries
+from reliability_support import (
+    DRIVER,
+    ROOT,
+    HashEmbedder,
+    Lines,
+    audit,
+    child_env,
+    doc_text,
+    make_tiny_model,
+    probe_queries,
+)
 
 from rag.config import Settings
 from rag.kb import KnowledgeBase
 
-ROOT = Path(__file__).resolve().parent.parent
-DRIVER = ROOT / "tests" / "reliability_driver.py"
 RANDOM_KILLS = int(os.environ.get("RAG_TEST_RANDOM_KILLS", "24"))
 SEED = int(os.environ.get("RAG_TEST_SEED", "20250101"))
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    env |= {"PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}", "HF_HUB_OFFLINE": "1"}
-    return env | {"TOKENIZERS_PARALLELISM": "false"} | extra
 
 
 def expected_hashes(step: int) -> dict[str, str]:
     if step < 0:
         return {}
     return {item.name: hashlib.sha256(item.data).hexdigest() for item in batch(step)}
-
-
-class Lines:
-    """Stdout lines of a child, read in a thread so the test can wait with a timeout."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        self.q: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
-
-    def _pump(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
-
-    def next(self, timeout: float = 120) -> str | None:
-        return self.q.get(timeout=timeout)
 
 
 @dataclass
