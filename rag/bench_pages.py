@@ -45,7 +45,14 @@ _WATCH = """() => {
   if (window.__rsObserver) window.__rsObserver.disconnect();
   const state = () => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
   window.__rsObserver = new MutationObserver((records) => {
-    for (const m of records) if (m.oldValue && m.oldValue !== 'notRunning') window.__rs.ran = true;
+    for (const m of records) {
+      if (m.oldValue && m.oldValue !== 'notRunning') window.__rs.ran = true;
+      for (const n of m.addedNodes || []) {  // the app container was re-mounted by the run
+        if (n.nodeType === 1 && (n.matches('[data-testid="stApp"]') || n.querySelector('[data-testid="stApp"]'))) {
+          window.__rs.ran = true;
+        }
+      }
+    }
     const s = state();
     if (s && s !== 'notRunning') window.__rs.ran = true;
     if (s === 'notRunning' && window.__rs.ran) window.__rs.done = true;
@@ -83,7 +90,7 @@ class AppServer:
         cmd = [sys.executable, "-m", "streamlit", "run", str(self.script), "--server.port", str(self.port),
                "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false",
                "--server.fileWatcherType", "none"]  # fmt: skip
-        self.log = open(self.home.parent / f"streamlit-{self.port}.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.log = open(Path(tempfile.gettempdir()) / f"ragscope-streamlit-{self.port}.log", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             cmd, cwd=self.script.parent, env={**env, **self.env}, stdout=self.log, stderr=subprocess.STDOUT
         )
