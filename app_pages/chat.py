@@ -140,15 +140,16 @@ history = service.history(kb, conversation)
 for past in history:
     _turn(past)
 
-if not history:
-    st.caption("Ask anything about the documents in this knowledge base.")
-    if kb.name == DEMO_KB:
-        cols = st.columns(2)
-        for i, q in enumerate(example_questions()):
-            if cols[i % 2].button(q, key=f"example_{i}", width="stretch"):
-                st.session_state["pending_question"] = q
-
 question = st.chat_input("Ask a question about your documents", key="chat_input")
-question = question or st.session_state.pop("pending_question", None)
+if not history:
+    with (examples := st.empty()).container():
+        st.caption("Ask anything about the documents in this knowledge base.")
+        if kb.name == DEMO_KB:
+            cols = st.columns(2)
+            for i, q in enumerate(example_questions()):
+                if cols[i % 2].button(q, key=f"example_{i}", width="stretch"):
+                    question = q
+    if question:
+        examples.empty()
 if question and _ask(question, conversation):
     st.rerun()

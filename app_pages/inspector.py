@@ -8,6 +8,7 @@ from rag.charts import rank_flow_figure, score_figure, timings_figure
 from rag.chatview import INSPECTOR_CONVERSATION, answer_markdown, outcome
 from rag.highlight import md_escape
 from rag.ledger import (
+    diff_summary,
     filter_ledger,
     ledger_columns,
     ledger_frame,
@@ -68,6 +69,16 @@ def _ask_new() -> None:
         st.query_params.update({"turn": turn.id})
         st.session_state["_link_applied"] = turn.id
         st.rerun()
+
+
+def _follow_in_url(target: str) -> None:
+    """Keep ?turn= / ?trace= on what the picker shows, so a reload or a shared link opens the same."""
+    kind, _, ident = target.partition(":")
+    if st.query_params.get(kind) != ident:
+        for stale in ("cite", "trace" if kind == "turn" else "turn"):
+            st.query_params.pop(stale, None)
+        st.query_params[kind] = ident
+        st.session_state["_link_applied"] = ident
 
 
 def _load(target: str):
@@ -252,20 +263,9 @@ def _diff(result) -> None:
     d = result.diff
     if d.index_changed:
         st.warning("The index changed since this trace was recorded: differences may come from the data too.")
-    changed = ", ".join(f"{k}: {a} → {b}" for k, (a, b) in d.settings_changed.items()) or "none"
-    st.markdown(f"**Settings changed:** {md_escape(changed)}")
-    if d.fallback:
-        st.markdown(f"**Fallback:** {d.fallback[0]} → {d.fallback[1]}")
-    st.markdown(
-        f"**Evidence:** {len(d.moved_in)} moved in, {len(d.moved_out)} moved out, "
-        f"{len(d.rank_changes)} re-ordered; {len(d.rerank_changes)} rerank ranks changed."
-    )
-    st.dataframe(
-        replay_frame(result.old, result.new, d.moved_in, d.moved_out),
-        hide_index=True,
-        width="stretch",
-        key="replay_table",
-    )
+    st.markdown("  \n".join(diff_summary(d)))
+    table = replay_frame(result.old, result.new, d.moved_in, d.moved_out)
+    st.dataframe(table, hide_index=True, width="stretch", key="replay_table")
 
 
 _ask_new()
@@ -277,6 +277,7 @@ _apply_link(options)
 if st.session_state.get("inspect_target") not in options:
     st.session_state["inspect_target"] = next(iter(options))
 target = st.selectbox("Or open a past question", list(options), format_func=options.get, key="inspect_target")
+_follow_in_url(target)
 turn, trace = _load(target)
 if trace is None:
     st.info("That trace is no longer stored (its knowledge base may have been reset). Pick another question.")

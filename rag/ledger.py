@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
+from rag.highlight import md_escape
 from rag.retrieval.trace import Candidate, Trace
 
 STAGES = ("dense", "BM25", "RRF", "rerank", "final")
@@ -213,6 +214,19 @@ def replay_frame(old: Trace, new: Trace, moved_in: Sequence[str], moved_out: Seq
         rows.append(_replay_row(c, why, c.final_rank, None))
     df = pd.DataFrame(rows, columns=["change", "before", "after", "doc", "page", "text", "chunk_id"])
     return df.astype({"before": "Int64", "after": "Int64", "page": "Int64"})
+
+
+def diff_summary(diff) -> list[str]:
+    """Markdown lines (escaped) saying what a replay changed: settings, fallback, evidence moves."""
+    changed = ", ".join(f"{k}: {a} → {b}" for k, (a, b) in diff.settings_changed.items()) or "none"
+    lines = [f"**Settings changed:** {md_escape(changed)}"]
+    if diff.fallback:
+        lines.append(f"**Fallback:** {md_escape(diff.fallback[0])} → {md_escape(diff.fallback[1])}")
+    lines.append(
+        f"**Evidence:** {len(diff.moved_in)} moved in, {len(diff.moved_out)} moved out, "
+        f"{len(diff.rank_changes)} re-ordered; {len(diff.rerank_changes)} rerank ranks changed."
+    )
+    return lines
 
 
 def _replay_row(c: Candidate, change: str, before: int | None, after: int | None) -> dict:

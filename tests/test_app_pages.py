@@ -48,7 +48,10 @@ def run(target) -> AppTest:
 
 
 def start(page: str = "", **params: str) -> AppTest:
-    at = run(AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT))
+    """Open the app (Chat) or ``page``, with URL query parameters, as a fresh browser session would."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params.update(params if not page else {})
+    run(at)
     if page:
         at.switch_page(f"app_pages/{page}.py")
         at.query_params.update(params)
@@ -131,11 +134,20 @@ def test_chat_hostile_answer_is_escaped(app_kb):
 
 def test_chat_history_survives_a_new_session_and_a_restart(app_kb):
     st.cache_resource.clear()  # as after an app restart: models and knowledge bases rebuilt
-    at = start()
-    questions = texts(at.markdown)
-    assert "How many days of paid annual leave" in questions and "capital of Mongolia" in questions
-    run(at.button(key="new_conversation").click())
-    assert len(at.chat_message) == 0 and at.button(key="example_0")
+    conv = next(
+        t.conversation for t in service.recent_turns(app_kb) if t.question == ANSWERABLE and t.conversation != "fixture"
+    )
+    at = start(c=conv)  # a reload keeps ?c= in the URL
+    assert at.selectbox(key="conversation").value == conv
+    shown = texts(at.markdown)
+    for turn in service.history(app_kb, conv):
+        assert md_escape(turn.question) in shown
+    latest = start()  # no URL: the most recent conversation (questions asked in the Inspector are not chat)
+    recent = next(c for c in service.conversations(app_kb) if c != "inspector")
+    assert latest.selectbox(key="conversation").value == recent
+    assert len(latest.chat_message) == 2 * len(service.history(app_kb, recent))
+    run(latest.button(key="new_conversation").click())
+    assert len(latest.chat_message) == 0 and latest.button(key="example_0")
 
 
 def _last_turn(kb, question: str):
@@ -251,6 +263,11 @@ def test_evaluation_runs_two_configurations_and_compares(app_kb):
     per_q = at.dataframe(key="eval_questions").value
     assert per_q.set_index("id").loc["mongolia", "refusal_ok"]
     assert len(at.get("download_button")) == 4 and len(at.get("plotly_chart")) == 1
+    row = list(per_q["id"]).index("leave")
+    at.session_state["eval_questions"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    run(at)
+    link = next(p for p in at.get("page_link") if "Inspector" in p.proto.label)
+    assert f"trace={per_q.iloc[row]['trace_id']}" in link.proto.query_string
 
 
 def test_pages_explain_what_to_do_without_documents(app_kb):

@@ -200,3 +200,18 @@ def test_conversation_labels_use_first_question_and_skip_inspector():
 
     turns = [T("a", 2, "second"), T("a", 1, "first"), T("inspector", 1, "x")]
     assert conversation_labels(["inspector", "a"], turns) == {"a": "first · 2025-01-02 03:04"}
+
+
+def test_diff_summary_names_settings_fallback_and_moves():
+    from rag.ledger import diff_summary
+    from rag.retrieval.replay import diff_traces
+
+    old, new = make_trace(), make_trace()
+    new.settings = {**new.settings, "top_n": 1, "rerank_threshold": 0.95}
+    new.fallback = FallbackDecision(FallbackAction.REJECT, "best 0.9 < 0.95", 0.9, 0.95)
+    for c in new.candidates:
+        c.final_rank, c.dropped_by = None, Dropped.THRESHOLD
+    lines = diff_summary(diff_traces(old, new))
+    assert "rerank\\_threshold\\: 0\\.35 → 0\\.95" in lines[0] and "top\\_n\\: None → 1" in lines[0]
+    assert lines[1] == "**Fallback:** answer → reject"
+    assert lines[2].startswith("**Evidence:** 0 moved in, 1 moved out")

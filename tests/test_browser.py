@@ -48,6 +48,7 @@ def page(server):
     with sync_playwright() as pw:
         browser = launch(pw)
         pg = browser.new_page(viewport={"width": 1400, "height": 1600})
+        pg.set_default_timeout(120_000)  # a loaded CI machine is slow; waits end as soon as the page is ready
         pg.dialogs = []
         pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
         goto(pg, server.url, 900_000)  # first start builds the demo knowledge base

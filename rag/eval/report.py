@@ -42,8 +42,15 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(path: str | Path) -> str:
+    """``path`` relative to the repository when it lies near it (commands then work from a checkout)."""
+    rel = os.path.relpath(Path(path).resolve(), ROOT)
+    return rel if rel.count("..") <= 1 else str(path)
+
+
 def header(settings: Settings, bench: Path) -> str:
-    home = os.environ.get("RAG_HOME", str(settings.home))
+    home = _shown(os.environ.get("RAG_HOME", str(settings.home)))
+    bench = Path(_shown(bench))
     reranker = f"{settings.reranker}" + (f" ({settings.reranker_model})" if settings.reranker_model else "")
     return f"""# Benchmarks
 

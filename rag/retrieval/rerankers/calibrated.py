@@ -37,6 +37,15 @@ def _per_doc(cands: Sequence[Fused], values: np.ndarray, how) -> np.ndarray:
     return np.array([how(groups[c.chunk.doc_id]) for c in cands], dtype=np.float64)
 
 
+def _zscore(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """(v - mean) / std over the present values; absent ones get the lowest present z."""
+    if not present.any():
+        return np.zeros_like(values)
+    mu, sd = values[present].mean(), values[present].std() or 1.0
+    z = (values - mu) / sd
+    return np.where(present, z, z[present].min())
+
+
 FEATURES: dict[str, Feature] = {
     "cos": lambda c, cos: cos,
     "cos_gap": lambda c, cos: cos - cos.max(),
@@ -45,6 +54,8 @@ FEATURES: dict[str, Feature] = {
     "in_sparse": lambda c, cos: (_sparse(c) > 0).astype(np.float64),
     "rr_dense": lambda c, cos: _recip([x.dense_rank for x in c]),
     "rr_sparse": lambda c, cos: _recip([x.sparse_rank for x in c]),
+    "cos_z": lambda c, cos: _zscore(cos, np.ones(len(c), dtype=bool)),
+    "bm25_z": lambda c, cos: _zscore(_sparse(c), _sparse(c) > 0),
     "doc_max_cos": lambda c, cos: _per_doc(c, cos, max),
     "doc_bm25_rel": lambda c, cos: _per_doc(c, _sparse(c) / max(_sparse(c).max(), 1e-9), max),
     "doc_hits": lambda c, cos: np.log(_per_doc(c, cos, len)),
