@@ -18,7 +18,6 @@ from rag.errors import RagError  # noqa: E402
 from rag.highlight import md_escape  # noqa: E402
 
 INSPECTOR = "app_pages/inspector.py"
-CHAT = "app_pages/chat.py"
 
 
 @st.cache_resource(show_spinner=False)
@@ -118,14 +117,9 @@ def current_kb():
         st.stop()
 
 
-def request_kb(name: str) -> None:
-    """Switch the sidebar's knowledge base on the next run (the widget is already drawn in this one)."""
-    st.session_state["_want_kb"] = name
-
-
 def _pick_kb(names: list[str]) -> None:
-    wanted = st.session_state.pop("_want_kb", None)
-    if wanted is None and "kb" not in st.session_state:
+    wanted = None
+    if "kb" not in st.session_state:
         wanted = st.query_params.get("kb")  # a fresh session opened from a link
     if wanted in names:
         st.session_state["kb"] = wanted

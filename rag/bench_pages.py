@@ -40,26 +40,6 @@ CHROMIUM_ARGS = [
 PAGES = {"Chat": "", "Upload": "upload", "Retrieval Inspector": "inspector", "Evaluation": "evaluation"}
 GOAL_S = {"Chat": 1.0, "Upload": 1.0, "Retrieval Inspector": 1.0}
 BENCH_QUESTION = "How many days of paid annual leave do full-time employees get?"
-_WATCH = """() => {
-  window.__rs = {ran: false, done: false};
-  if (window.__rsObserver) window.__rsObserver.disconnect();
-  const state = () => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
-  window.__rsObserver = new MutationObserver((records) => {
-    for (const m of records) {
-      if (m.oldValue && m.oldValue !== 'notRunning') window.__rs.ran = true;
-      for (const n of m.addedNodes || []) {  // the app container was re-mounted by the run
-        if (n.nodeType === 1 && (n.matches('[data-testid="stApp"]') || n.querySelector('[data-testid="stApp"]'))) {
-          window.__rs.ran = true;
-        }
-      }
-    }
-    const s = state();
-    if (s && s !== 'notRunning') window.__rs.ran = true;
-    if (s === 'notRunning' && window.__rs.ran) window.__rs.done = true;
-  });
-  window.__rsObserver.observe(document.body, {attributes: true, attributeOldValue: true, subtree: true,
-                                              childList: true, attributeFilter: ['data-test-script-state']});
-}"""
 _SETTLED = """() => !document.querySelector('[data-stale="true"]')
   && !document.querySelector('[data-testid="stSkeleton"]')
   && new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"""
@@ -120,25 +100,61 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
 
 
+class RunWatch:
+    """Counts the app's finished script runs as the server reports them over the page's websocket.
+
+    The ``script_finished`` message is the signal the frontend itself acts on; the DOM's run-state
+    attribute can skip ``running`` altogether when a run is quick, so it cannot be waited for."""
+
+    def __init__(self, page) -> None:
+        from google.protobuf.message import DecodeError
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self._decode_error = DecodeError
+        self._msg, self._rerun = ForwardMsg, ForwardMsg.ScriptFinishedStatus.Value("FINISHED_EARLY_FOR_RERUN")
+        self.finished = self.mark = 0
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        msg = self._msg()
+        try:
+            msg.ParseFromString(bytes(payload))
+        except self._decode_error:  # not a ForwardMsg frame
+            return
+        if msg.WhichOneof("type") == "script_finished" and msg.script_finished != self._rerun:
+            self.finished += 1
+
+
+def new_page(browser, **kwargs):
+    """A browser page that knows when the app's script runs finish (``page.runs``)."""
+    page = browser.new_page(**kwargs)
+    page.runs = RunWatch(page)
+    return page
+
+
 def watch_run(page) -> None:
-    """Start watching for the next script run to begin and finish (call before the action)."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=120_000)
-    page.evaluate(_WATCH)
+    """Remember how many runs have finished (call just before the action that starts one)."""
+    page.runs.mark = page.runs.finished
 
 
 def wait_rendered(page, timeout_ms: float = 120_000, watched: bool = False) -> None:
     """Until the app's script run is over, nothing is stale and two frames have painted."""
-    if watched:
-        page.wait_for_function("() => window.__rs && window.__rs.done", timeout=timeout_ms, polling="raf")
-    else:
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
+    deadline = time.perf_counter() + timeout_ms / 1000
+    while watched and page.runs.finished <= page.runs.mark:
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"no script run finished within {timeout_ms / 1000:.0f} s")
+        page.wait_for_timeout(10)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms)
     page.wait_for_function(_SETTLED, timeout=timeout_ms, polling="raf")
 
 
 def goto(page, url: str, timeout_ms: float = 120_000) -> float:
+    watch_run(page)
     t = time.perf_counter()
     page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
-    wait_rendered(page, timeout_ms)
+    wait_rendered(page, timeout_ms, watched=True)
     return time.perf_counter() - t
 
 
@@ -171,7 +187,7 @@ def measure(server: AppServer, repeat: int) -> dict[str, dict[str, list[float]]]
     out: dict[str, dict[str, list[float]]] = {p: {"click": [], "cpu": [], "load": []} for p in PAGES}
     with sync_playwright() as pw:
         browser = launch(pw)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = new_page(browser, viewport={"width": 1400, "height": 1000})
         cdp = page.context.new_cdp_session(page)
         cdp.send("Performance.enable")
         goto(page, server.url, 900_000)  # first start: the demo knowledge base may be built here
@@ -208,7 +224,7 @@ def measure_floor(workdir: Path, repeat: int) -> list[float]:
     try:
         with sync_playwright() as pw:
             browser = launch(pw)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = new_page(browser, viewport={"width": 1400, "height": 1000})
             goto(page, server.url)
             times = [click_nav(page, title) for _ in range(repeat + 1) for title in ("B", "A")][2:]
             browser.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION
 
-from rag.bench_pages import CHROMIUM, AppServer, goto, launch, wait_rendered, watch_run
+from rag.bench_pages import CHROMIUM, AppServer, goto, launch, new_page, wait_rendered, watch_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "browser"
@@ -47,7 +47,7 @@ def page(server):
     SHOTS.mkdir(parents=True)
     with sync_playwright() as pw:
         browser = launch(pw)
-        pg = browser.new_page(viewport={"width": 1400, "height": 1600})
+        pg = new_page(browser, viewport={"width": 1400, "height": 1600})
         pg.set_default_timeout(120_000)  # a loaded CI machine is slow; waits end as soon as the page is ready
         pg.dialogs = []
         pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))

@@ -59,6 +59,7 @@ FEATURES: dict[str, Feature] = {
     "doc_max_cos": lambda c, cos: _per_doc(c, cos, max),
     "doc_bm25_rel": lambda c, cos: _per_doc(c, _sparse(c) / max(_sparse(c).max(), 1e-9), max),
     "doc_hits": lambda c, cos: np.log(_per_doc(c, cos, len)),
+    "doc_bm25_sum": lambda c, cos: _per_doc(c, _sparse(c) / max(_sparse(c).max(), 1e-9), sum),
 }
 
 

@@ -36,10 +36,11 @@ FEATURE_SETS = [
     ("cos", "cos_gap", "bm25_rel"),
     ("cos", "cos_gap", "bm25_rel", "in_sparse"),
     ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse"),
-    ("cos", "cos_gap", "bm25_rel", "doc_max_cos", "doc_bm25_rel"),
     ("cos", "cos_gap", "bm25_rel", "doc_max_cos", "doc_bm25_rel", "doc_hits"),
-    ("cos", "cos_gap", "bm25_rel", "in_sparse", "doc_max_cos", "doc_bm25_rel", "doc_hits"),
+    ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse", "doc_bm25_sum"),
+    ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse", "doc_bm25_sum", "doc_max_cos"),
 ]
+REFINE = 4  # feature sets (best by logistic regression) refined listwise
 
 
 @dataclass
@@ -156,7 +157,7 @@ def measure(pools: list[Pool], out=print) -> tuple[tuple[str, ...], np.ndarray, 
         w, b = fit_logreg(pools, names)
         fits["logreg " + "+".join(names)] = (names, w, b)
     by_lr = sorted(fits, key=lambda k: -ndcg10(pools, lambda p, f=fits[k]: _prob(*f, p)))
-    for key in by_lr[:2]:  # refine the two best feature sets listwise, then calibrate
+    for key in by_lr[:REFINE]:  # refine the best feature sets listwise, then calibrate
         names, w, _ = fits[key]
         fits["listwise+platt " + "+".join(names)] = (names, *platt(pools, names, coordinate_ascent(pools, names, w)))
     for key, (names, w, b) in fits.items():
@@ -227,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             "data": f"{args.data_dir} qrels/{args.split}.tsv ({len(pools)} queries)",
             "how": (
                 "chunk label = its document is in the qrels; pool = the reranker's candidates. Logistic regression "
-                "per feature set; the two best refined by coordinate ascent on nDCG@10 and Platt-scaled; the "
+                "per feature set; the best few refined by coordinate ascent on nDCG@10 and Platt-scaled; the "
                 "best on train that does not fall below the RRF order is chosen"
             ),
             "threshold": note,
