@@ -17,7 +17,7 @@ from rag.config import Settings  # noqa: E402
 from rag.errors import RagError  # noqa: E402
 from rag.highlight import md_escape  # noqa: E402
 
-INSPECTOR = "app_pages/inspector.py"
+INSPECTOR = "pages/inspector.py"
 
 
 @st.cache_resource(show_spinner=False)
@@ -118,14 +118,18 @@ def current_kb():
 
 
 def _pick_kb(names: list[str]) -> None:
-    wanted = None
-    if "kb" not in st.session_state:
-        wanted = st.query_params.get("kb")  # a fresh session opened from a link
-    if wanted in names:
-        st.session_state["kb"] = wanted
-    if st.session_state.get("kb") not in names:
+    """Keep the chosen knowledge base in a plain key ("kb_choice"): widget state ("kb") is
+    dropped when the page changes, because every page draws its own sidebar."""
+    choice = st.session_state.get("kb_choice") or st.query_params.get("kb")  # a link opens its kb
+    if choice not in names:
         default = settings().default_kb
-        st.session_state["kb"] = default if default in names else (names[0] if names else None)
+        choice = default if default in names else (names[0] if names else None)
+    st.session_state["kb_choice"] = choice
+    st.session_state["kb"] = choice
+
+
+def _kb_changed() -> None:
+    st.session_state["kb_choice"] = st.session_state["kb"]
 
 
 def _create_kb() -> None:
@@ -135,9 +139,18 @@ def _create_kb() -> None:
         return
     try:
         knowledge_base(name)
+        st.session_state["kb_choice"] = name
         st.session_state["kb"] = name
     except RagError as exc:
         st.session_state["_kb_error"] = str(exc)
+
+
+def page_setup() -> None:
+    """Every page starts here, so it renders the same whether app.py's ``st.navigation`` ran it or
+    Streamlit's ``pages/`` folder mode did (a fresh server serves a deep link straight from pages/)."""
+    st.set_page_config(page_title="Ragscope", page_icon="🔎", layout="wide")
+    ensure_demo()
+    sidebar()
 
 
 def sidebar() -> None:
@@ -145,7 +158,7 @@ def sidebar() -> None:
     _pick_kb(names)
     with st.sidebar:
         if names:
-            st.selectbox("Knowledge base", names, key="kb")
+            st.selectbox("Knowledge base", names, key="kb", on_change=_kb_changed)
             st.query_params["kb"] = st.session_state["kb"]  # links to this page keep the knowledge base
         st.text_input("New knowledge base", key="new_kb", placeholder="name, then Enter", on_change=_create_kb)
         if "_kb_error" in st.session_state:

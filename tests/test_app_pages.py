@@ -53,7 +53,7 @@ def start(page: str = "", **params: str) -> AppTest:
     at.query_params.update(params if not page else {})
     run(at)
     if page:
-        at.switch_page(f"app_pages/{page}.py")
+        at.switch_page(f"pages/{page}.py")
         at.query_params.update(params)
         run(at)
     return at
@@ -276,7 +276,7 @@ def test_pages_explain_what_to_do_without_documents(app_kb):
     assert at.selectbox(key="kb").value == "empty"
     assert "no documents" in texts(at.info)
     for page in ("inspector", "evaluation"):
-        at.switch_page(f"app_pages/{page}.py")
+        at.switch_page(f"pages/{page}.py")
         run(at)
         assert at.info, page
 

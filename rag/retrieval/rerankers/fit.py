@@ -148,7 +148,9 @@ def _prob(names, w, b, p: Pool) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def measure(pools: list[Pool], out=print) -> tuple[tuple[str, ...], np.ndarray, float, dict]:
+def measure(
+    pools: list[Pool], out=print, only: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], np.ndarray, float, dict]:
     """nDCG@10 on ``pools`` of every candidate; returns the chosen (features, weights, bias, table)."""
     table = {"none (RRF order)": ndcg10(pools, lambda p: -np.array([c.fused_rank for c in p.cands], float))}
     table["dense cosine"] = ndcg10(pools, lambda p: p.cos)
@@ -164,7 +166,7 @@ def measure(pools: list[Pool], out=print) -> tuple[tuple[str, ...], np.ndarray, 
         table[key] = ndcg10(pools, lambda p, n=names, w=w, b=b: _prob(n, w, b, p))
     for name, value in table.items():
         out(f"  {name:<90} nDCG@10 {value:.4f}")
-    ok = [k for k in fits if table[k] >= table["none (RRF order)"]]
+    ok = [k for k in fits if table[k] >= table["none (RRF order)"] and (not only or fits[k][0] == only)]
     if not ok:
         raise SystemExit("no candidate reaches the RRF order on train; keep reranker=none")
     chosen = max(ok, key=lambda k: table[k])
@@ -190,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kb", default=None)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--write", action="store_true", help="write calibration.json")
+    ap.add_argument("--features", default="", help="choose this measured feature set (comma-separated; say why)")
     ap.add_argument("--threshold", type=float, default=None, help="use this threshold (say why in --why)")
-    ap.add_argument("--why", default="", help="the reason for --threshold, recorded in calibration.json")
+    ap.add_argument("--why", default="", help="the reason for --features / --threshold, kept in calibration.json")
     ap.add_argument("--cache", default=None, help="pickle file to keep the collected pools in (reused when present)")
     args = ap.parse_args(argv)
     if args.split == "test":
@@ -201,10 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     base = Settings.from_env()
     settings = base.replace(home=bench_home(base))
     name = args.kb or default_kb_name(args.data_dir)
-    kb = ingest_beir(args.data_dir, settings, name, print)
-    pools = _cached_pools(args.cache, lambda: collect(kb, args.data_dir, args.split, settings, args.limit))
+
+    def fresh() -> list[Pool]:
+        kb = ingest_beir(args.data_dir, settings, name, print)
+        return collect(kb, args.data_dir, args.split, settings, args.limit)
+
+    pools = _cached_pools(args.cache, fresh)
     print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
-    names, w, b, table = measure(pools)
+    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f))
     dense_w, dense_b = fit_logreg(pools, ("cos",))
     pos = np.array([_prob(names, w, b, p).max() for p in pools if p.labels().any()])
     neg = np.array([(_prob(names, w, b, q).max() if q.cands else 0.0) for q in (p.without_gold() for p in pools)])
@@ -213,12 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.threshold is not None:
         thr = args.threshold
         at = 0.5 * ((pos >= thr).mean() + (neg < thr).mean())
-        note += f"; set to {thr:.2f} ({at:.3f} on {args.split}): {args.why}"
+        note += f"; set to {thr:.2f} ({at:.3f} on {args.split})"
     print(
         f"chosen {'+'.join(names)}; threshold {thr:.2f} (balanced accuracy {bal:.3f}: answer {(pos >= thr).mean():.3f}, refuse {(neg < thr).mean():.3f})"
     )
     cal = Calibration(
-        embedder=kb.embedder.model_id,
+        embedder=settings.embed_model,
         features=names,
         weights=tuple(round(float(x), 5) for x in w),
         bias=round(b, 5),
@@ -232,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                 "best on train that does not fall below the RRF order is chosen"
             ),
             "threshold": note,
+            "choice": args.why or "best nDCG@10 on train",
             "settings": f"recall_k={settings.recall_k} rrf_k={settings.rrf_k} chunk_size={settings.chunk_size}",
             "train_ndcg10": {k: round(v, 4) for k, v in table.items()},
             "command": "python -m rag.retrieval.rerankers.fit DATA_DIR --split train --write",

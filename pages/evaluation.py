@@ -22,6 +22,8 @@ from rag.evalview import (
 from rag.highlight import md_escape
 from rag.retrieval.rerankers import REGISTRY
 
+appkit.page_setup()
+
 st.title("Evaluation")
 kb = appkit.current_kb()
 if kb is None:

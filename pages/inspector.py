@@ -21,6 +21,8 @@ from rag.ledger import (
 )
 from rag.sources import source_views
 
+appkit.page_setup()
+
 TABS = ["Candidates", "Scores & fallback", "Sources", "Queries & timings", "Replay"]
 
 st.title("Retrieval Inspector")

@@ -8,6 +8,8 @@ from rag.highlight import md_escape
 from rag.ingest.pipeline import UploadItem
 from rag.ingest.safety import SUPPORTED_EXTENSIONS
 
+appkit.page_setup()
+
 STAGES = ["parse", "chunk", "embed", "done"]
 PREVIEW_PAGE = 10  # chunks per preview page
 

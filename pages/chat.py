@@ -19,6 +19,8 @@ from rag.chatview import (
 from rag.demo import DEMO_KB, example_questions
 from rag.highlight import md_escape
 
+appkit.page_setup()
+
 st.title("Chat")
 kb = appkit.current_kb()
 if kb is None:
@@ -26,7 +28,7 @@ if kb is None:
     st.stop()
 if not kb.documents():
     st.info("This knowledge base has no documents yet. Add some on the Upload page.")
-    st.page_link("app_pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
     st.stop()
 
 
