@@ -247,7 +247,7 @@ def test_import_beir_builds_kb_and_gold(make_kb, tmp_path):
     kb = make_kb("mini")
     result = import_beir(kb, root, "test")
     assert (result.documents, result.ingested, result.present, result.failed) == (3, 3, 0, [])
-    assert [i.id for i in result.gold.items] == ["q1", "q2"]
+    assert [i.id for i in result.gold.items] == ["q1", "q2"] and result.gold.name == "mini-test"
     assert result.gold.items[1].relevant == (Passage(doc="d2.txt", grade=2),)
     assert result.gold.items[1].hard_negatives == (Passage(doc="d3.txt"),)
     again = import_beir(kb, root, "test")
@@ -255,8 +255,8 @@ def test_import_beir_builds_kb_and_gold(make_kb, tmp_path):
     run = run_goldset(kb, again.gold, answers=False)
     assert run.questions[0].docs["bm25"][0] == "d1.txt" and run.questions[0].metrics["doc"]["bm25"]["mrr@10"] == 1.0
     assert "chunk" not in run.questions[0].metrics  # whole-document labels: document level only
-    small = import_beir(make_kb("mini2"), root, "test", limit=1)
-    assert [i.id for i in small.gold.items] == ["q1"] and small.dropped_queries == 1
+    small = import_beir(make_kb("mini2"), root, "test", limit=1, name="tiny")
+    assert [i.id for i in small.gold.items] == ["q1"] and small.dropped_queries == 1 and small.gold.name == "tiny"
 
 
 def _cli(home, *args):

@@ -57,9 +57,9 @@ def import_beir(
             break
         seen += 1
         kept.add(doc_id)
-        name, body = beir_document(doc_id, doc)
-        if name not in present:
-            batch.append(UploadItem(name, body))
+        doc_name, body = beir_document(doc_id, doc)
+        if doc_name not in present:
+            batch.append(UploadItem(doc_name, body))
         if len(batch) >= INGEST_BATCH:
             ingested += _ingest(kb, batch, failed)
             batch = []

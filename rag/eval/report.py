@@ -18,7 +18,6 @@ from rag.config import Settings
 from rag.eval import report_sections as sec
 from rag.eval.tables import fmt, markdown_table
 
-ROOT = Path(__file__).resolve().parents[2]
 SECTIONS = ("scifact", "rgb-zh", "demo")
 
 
@@ -42,15 +41,9 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _shown(path: str | Path) -> str:
-    """``path`` relative to the repository when it lies near it (commands then work from a checkout)."""
-    rel = os.path.relpath(Path(path).resolve(), ROOT)
-    return rel if rel.count("..") <= 1 else str(path)
-
-
 def header(settings: Settings, bench: Path) -> str:
-    home = _shown(os.environ.get("RAG_HOME", str(settings.home)))
-    bench = Path(_shown(bench))
+    home = sec.shown_path(os.environ.get("RAG_HOME", str(settings.home)))
+    bench = Path(sec.shown_path(bench))
     reranker = f"{settings.reranker}" + (f" ({settings.reranker_model})" if settings.reranker_model else "")
     return f"""# Benchmarks
 
@@ -75,8 +68,7 @@ python -m rag bench beir {bench}/scifact --split test --kb beir-scifact
 RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir {bench}/scifact --kb beir-scifact --split test
 RAG_HOME=$RAG_HOME/bench python -m rag eval run $RAG_HOME/bench/goldsets/beir-scifact/scifact-test.jsonl --kb beir-scifact --no-answers
 python -m rag bench beir {bench}/rgb-zh/beir --split test --kb beir-rgb-zh
-RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir {bench}/rgb-zh/beir --kb beir-rgb-zh --split test \
-    --out $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl
+RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir {bench}/rgb-zh/beir --kb beir-rgb-zh --split test --out $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl
 RAG_HOME=$RAG_HOME/bench python -m rag eval run $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl --kb beir-rgb-zh
 python -m rag report --only rgb-zh --out /tmp/rgb.md   # the positives-removed refusal run needs per-question filters
 python -m rag eval run data/demo/gold.jsonl --kb demo
@@ -192,7 +184,7 @@ def _share(part: int, whole: int) -> float | None:
 def _commit() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "--short", "HEAD"], cwd=sec.ROOT, capture_output=True, text=True, timeout=10
         )
     except OSError:
         return "unknown"

@@ -10,6 +10,7 @@ refusals and answers). Runs are stored in each knowledge base's catalog like any
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +24,7 @@ from rag.eval.results import EvalRun
 from rag.eval.runs import run_goldset
 from rag.eval.tables import fmt, level_title, markdown_table, stage_rows
 
+ROOT = Path(__file__).resolve().parents[2]
 REPORT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10")
 Say = Callable[[str], None]
 
@@ -63,12 +65,13 @@ def beir_stage_table(path: Path, kb_name: str, settings: Settings) -> tuple[str,
     from rag.retrieval.bench import REFERENCE, bench_beir
 
     report = bench_beir(path, "test", settings, kb_name=kb_name, out=say)
-    ref = REFERENCE.get(report.dataset.lower(), {})
+    ref = {stage: text.replace(" | ", "; ") for stage, text in REFERENCE.get(report.dataset.lower(), {}).items()}
     rows = [
-        [stage, fmt(m["ndcg10"]), fmt(m["recall10"]), fmt(m["recall100"]), fmt(m["mrr10"]), ref.get(stage, "")]
+        [stage, fmt(m["ndcg10"]), fmt(m["recall10"]), fmt(m["recall100"]), fmt(m["mrr10"])]
+        + ([ref.get(stage, "")] if ref else [])
         for stage, m in report.table().items()
     ]
-    header = ["stage", "nDCG@10", "Recall@10", "Recall@100", "MRR@10", "for comparison (nDCG@10)"]
+    header = ["stage", "nDCG@10", "Recall@10", "Recall@100", "MRR@10"] + (["for comparison (nDCG@10)"] if ref else [])
     note = (
         f"{report.queries} queries, {report.chunks} chunks; reranker `{report.reranker}`; config "
         f"`{report.fingerprint}`; recall_k {report.recall_k} per retriever. dense and bm25 are the raw "
@@ -122,8 +125,17 @@ def latency_sentence(run: EvalRun) -> str:
     )
 
 
+def shown_path(path: str | Path) -> str:
+    """``path`` relative to the repository when it lies near it (commands then work from a checkout)."""
+    rel = os.path.relpath(Path(path).resolve(), ROOT)
+    return rel if rel.count("..") <= 1 else str(path)
+
+
 def run_ref(run: EvalRun, home: str) -> str:
-    return f"run `{run.id}` in kb `{run.kb}` (data dir `{home}`), config `{run.config_fingerprint}`, {run.duration_s:.0f} s"
+    return (
+        f"run `{run.id}` in kb `{run.kb}` (data dir `{shown_path(home)}`), config `{run.config_fingerprint}`, "
+        f"{run.duration_s:.0f} s"
+    )
 
 
 def positives_removed(gold: GoldSet) -> tuple[GoldSet, dict[str, set[str]]]:

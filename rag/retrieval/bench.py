@@ -169,7 +169,15 @@ def bench_beir(
     chunks = sum(d.chunks for d in kb.documents())
     label = str(retrieve(kb, data.queries[qids[0]], settings, persist=False).reranker) if qids else ""
     return BeirReport(
-        dataset_name(data_dir), split, len(qids), chunks, stages, latency, label, settings.fingerprint(), settings.recall_k
+        dataset_name(data_dir),
+        split,
+        len(qids),
+        chunks,
+        stages,
+        latency,
+        label,
+        settings.fingerprint(),
+        settings.recall_k,
     )
 
 

@@ -26,7 +26,7 @@ from rag.retrieval.bench import bench_home
 from rag.retrieval.pipeline import retrieve
 
 SIZES = (1_000, 10_000, 100_000)
-STAGES = ("embed", "dense", "sparse", "fusion", "rerank", "total")
+STAGES = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total")
 BUILD_BATCH = 1000  # documents per ingest call (at least; a tenth of the index for big ones)
 
 

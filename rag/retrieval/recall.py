@@ -1,8 +1,8 @@
 """Hybrid recall for one attempt: every query to dense and BM25 in parallel, then RRF.
 
-BM25 needs no embedding, so the sparse searches start on the thread pool first and run while the
-calling thread embeds the queries (one batch) and then runs the dense searches. Each query's hit
-ids are recorded on its ``QueryRun`` so the trace shows what each query found on its own.
+The queries are embedded in one batch, then the BM25 searches run on a thread pool while the
+calling thread runs the dense searches. Each query's hit ids are recorded on its ``QueryRun`` so
+the trace shows what each query found on its own.
 """
 
 from __future__ import annotations
@@ -47,14 +47,17 @@ class Recall:
             for q in self.queries:
                 q.dense_ids, q.sparse_ids = [], []
             return Attempt(k, [])  # the filters match no document
+        t = time.perf_counter()
+        vecs = self.vectors.query_vectors([q.text for q in self.queries])
+        self._add("embed", (time.perf_counter() - t) * 1000)
+        # BM25 on the pool while this thread runs the dense searches (the vector store's native
+        # query releases the GIL). Not during the embedding: Python work in a second thread makes
+        # the model's forward pass wait on the GIL and costs more than the overlap saves.
         sparse: dict[int, Future] = {
             i: _pool.submit(_timed, self.kb.sparse_search, q.text, k, self.allowed)
             for i, q in enumerate(self.queries)
             if q.kind not in DENSE_ONLY_KINDS
         }
-        t = time.perf_counter()
-        vecs = self.vectors.query_vectors([q.text for q in self.queries])
-        self._add("embed", (time.perf_counter() - t) * 1000)
         lists: list[RankedList] = []
         for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=True)):
             hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)

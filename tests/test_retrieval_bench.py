@@ -1,0 +1,34 @@
+"""Benchmark helpers (the benchmarks themselves print figures and are run by hand)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rag.retrieval.bench import StageScores, dataset_name, default_kb_name, doc_ranking
+from rag.retrieval.bench_latency import HashedStandIn, synthetic_docs
+
+
+def test_doc_ranking_first_appearance_and_names():
+    to_id = {"1.txt": "1", "2.txt": "2", "3.txt": "3"}
+    assert doc_ranking(["2.txt", "1.txt", "2.txt", "x.txt", "3.txt"], to_id) == ["2", "1", "3"]
+    assert dataset_name("/data/bench/scifact") == "scifact"
+    assert dataset_name("/data/bench/rgb-zh/beir") == "rgb-zh"
+    assert default_kb_name("/data/bench/rgb-zh/beir") == "beir-rgb-zh"
+
+
+def test_stage_scores():
+    s = StageScores()
+    s.add(["a", "b", "c"], {"b": 1})
+    s.add(["x"], {"y": 1})
+    m = s.means()
+    assert m["mrr10"] == 0.25 and m["recall10"] == 0.5
+    assert 0 < m["ndcg10"] < 1
+
+
+def test_synthetic_docs_and_stand_in_embedder():
+    docs = synthetic_docs(["A sentence that is long enough to be used here.", "Another one, also long enough."], 3)
+    assert [n for n, _ in docs] == ["syn000000.txt", "syn000001.txt", "syn000002.txt"]
+    assert all(500 <= len(b) <= 700 for _, b in docs)
+    emb = HashedStandIn("m", 16, 128)
+    v = emb.embed_texts(["alpha beta", "alpha beta", "gamma"])
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0) and np.allclose(v[0], v[1])
