@@ -3,7 +3,8 @@
 Three timings over the same texts, in one process and run:
 1. Ragscope ingest (parse, hash, chunk, embed, Chroma, catalog, BM25) into a fresh data dir;
 2. the raw encoder alone on exactly the chunk texts step 1 produced;
-3. a plain LlamaIndex ``VectorStoreIndex`` build over the same documents into Chroma.
+3. a plain LlamaIndex ``VectorStoreIndex`` build into Chroma, over the same documents with
+   LlamaIndex's default splitter, and over exactly the chunk texts of step 1 (like for like).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def run(path: Path, limit: int = 0) -> dict[str, float]:
     embedder.embed_texts(texts, batch_size=settings.embed_batch_size)
     t_raw = time.perf_counter() - t0
     t_li = _plain_llamaindex(items, embedder, home)
+    t_li_same = _plain_llamaindex_nodes(texts, embedder, home)
     n_docs = sum(r.ok for r in results)
     return {
         "documents": n_docs,
@@ -71,10 +73,27 @@ def run(path: Path, limit: int = 0) -> dict[str, float]:
         "chunks_per_s": len(texts) / t_ingest,
         "raw_encoder_chunks_per_s": len(texts) / t_raw,
         "ratio_to_raw": t_raw / t_ingest,
-        "llamaindex_s": t_li,
-        "llamaindex_docs_per_s": len(items) / t_li,
+        "llamaindex_defaults_s": t_li,
+        "llamaindex_defaults_docs_per_s": len(items) / t_li,
+        "llamaindex_same_chunks_s": t_li_same,
+        "llamaindex_same_chunks_docs_per_s": len(items) / t_li_same,
         "peak_rss_mb_after_ingest": rss_ingest,
     }
+
+
+def _plain_llamaindex_nodes(texts: list[str], embedder, home: Path) -> float:
+    """VectorStoreIndex over exactly our chunk texts: the like-for-like comparison."""
+    import chromadb
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from llama_index.core.schema import TextNode
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    client = chromadb.PersistentClient(path=str(home / "plain-llamaindex-nodes"))
+    store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("plain_nodes"))
+    nodes = [TextNode(text=t) for t in texts]
+    t0 = time.perf_counter()
+    VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embedder.li_model)
+    return time.perf_counter() - t0
 
 
 def _plain_llamaindex(items: list[UploadItem], embedder, home: Path) -> float:
@@ -97,6 +116,8 @@ def main(args) -> int:
     print(f"ingest benchmark: {args.path}" + (f" (first {args.limit})" if args.limit else ""))
     for key, value in figures.items():
         print(f"  {key:28} {value:12.3f}" if isinstance(value, float) else f"  {key:28} {value:12d}")
-    ok = figures["ratio_to_raw"] >= 0.95 and figures["ingest_s"] <= figures["llamaindex_s"]
-    print(f"  goals (ratio >= 0.95, not slower than plain LlamaIndex): {'met' if ok else 'NOT met'}")
+    ok = figures["ratio_to_raw"] >= 0.95 and figures["ingest_s"] <= figures["llamaindex_same_chunks_s"]
+    print(f"  goals (ratio >= 0.95, not slower than LlamaIndex on the same chunks): {'met' if ok else 'NOT met'}")
+    print("  (LlamaIndex defaults split into ~1024-token nodes that the 256-token encoder truncates: fewer,")
+    print("   cheaper embeddings that silently drop text; our chunks fit the window, so all text is embedded)")
     return 0

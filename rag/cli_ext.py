@@ -16,6 +16,11 @@ def register(sub) -> None:
     b.add_argument("path", help="a folder of documents or a BEIR corpus.jsonl")
     b.add_argument("--limit", type=int, default=0, help="only the first N documents")
     b.set_defaults(func=_bench_ingest)
+    from rag.retrieval.bench import add_beir_parser
+    from rag.retrieval.bench_latency import add_query_parser
+
+    add_beir_parser(bsub)
+    add_query_parser(bsub)
     p = bsub.add_parser("pages", help="time from navigation to a rendered page, in Chromium (warm models)")
     p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")

@@ -55,7 +55,7 @@ class Settings:
     recall_k: int = _f(20, "Candidates taken from each of dense and BM25 per query.")
     rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
     top_n: int = _f(5, "Candidates kept after reranking.")
-    rerank_threshold: float = _f(0.35, "Best rerank score under this triggers the fallback.")
+    rerank_threshold: float = _f(0.5, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo).")
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")

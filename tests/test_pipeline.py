@@ -185,3 +185,23 @@ def test_hyde_passage_is_a_dense_only_query(kb):
 def test_llm_rewrite_in_pipeline_falls_back_on_bad_output(kb):
     t = retrieve(kb, "annual leave in 2023", kb.settings.replace(rewrite="llm"), llm=lambda p, k: "not json")
     assert [q.kind for q in t.queries] == ["original"]
+
+
+def test_cjk_question_with_english_only_embedder_uses_bm25_only():
+    from rag.config import BUNDLED_EMBEDDER
+    from rag.retrieval.pipeline import dense_route
+
+    class EnglishOnly(HashEmbedder):
+        model_id = BUNDLED_EMBEDDER
+
+    docs = [
+        FakeDoc("zh", ["出差到一线城市，每天的餐费补贴是两百元。", "加班打车最多报销一百元。"]),
+        FakeDoc("en", ["Hotels up to 180 EUR."]),
+    ]
+    kb = FakeKB("zh", docs, EnglishOnly(), settings=Settings(rerank_threshold=0.0))
+    t = retrieve(kb, "每天的餐费补贴是多少？")
+    assert t.queries[0].dense_ids == [] and t.queries[0].sparse_ids
+    assert t.reranker.backend == "none" and "English-only" in t.reranker.note
+    assert "English-only" in t.queries[0].reason and t.evidence()[0].doc_id == "zh"
+    assert dense_route("How much is the meal allowance?", BUNDLED_EMBEDDER) == ""
+    assert dense_route("每天的餐费补贴是多少？", "some/multilingual-model") == ""

@@ -8,23 +8,27 @@ decision, per-stage timings, the config fingerprint, the index revision and mode
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rag.config import Settings
+from rag.config import BUNDLED_EMBEDDER, Settings
 from rag.errors import InvalidQuery, LimitExceeded
 from rag.retrieval import evidence, fallback
 from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, make_reranker
+from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Dropped, FallbackAction, FallbackDecision, Trace
 
 log = logging.getLogger(__name__)
 
 FILTER_KEYS = ("doc_ids", "tags", "date_from", "date_to")
+ENGLISH_ONLY_EMBEDDERS = {BUNDLED_EMBEDDER}  # all-MiniLM-L6-v2 was trained on English text only
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 RERANK_POOL_FACTOR = 2  # the reranker sees the top 2 * recall_k fused candidates
 
 
@@ -71,6 +75,16 @@ def acronyms_for(kb) -> dict[str, str]:
     return cache[key]
 
 
+def dense_route(question: str, embedder_id: str) -> str:
+    """Why dense retrieval is skipped for ``question`` ('' when it is used): an English-only embedder
+    maps CJK text to near-random vectors, which on RGB-zh pulled RRF below BM25 alone."""
+    letters = [ch for ch in question if ch.isalpha()]
+    cjk = sum(1 for ch in letters if _CJK.match(ch))
+    if embedder_id in ENGLISH_ONLY_EMBEDDERS and letters and cjk / len(letters) > 0.5:
+        return f"dense skipped: {embedder_id} is English-only and the question is mostly CJK; BM25 (jieba) only"
+    return ""
+
+
 def validate_question(question: str, settings: Settings) -> str:
     text = (question or "").strip()
     if not text:
@@ -107,7 +121,11 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     timings: dict[str, float] = {}
     allowed = kb.filter_doc_ids(**filters) if filters else None
     plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), llm, settings.hyde)
-    recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings)
+    route = dense_route(question, kb.embedder.model_id)
+    if route:
+        plan.queries[0].reason = route
+        ctx = _Context(ctx.vectors, sparse_only_reranker(route))
+    recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings, dense=not route)
     attempt = recall.run(settings.recall_k)
     decision, ranked = _judge(ctx, question, attempt, settings, llm, timings, attempt_no=1)
     if decision.action is FallbackAction.RETRY_WIDER:
@@ -125,6 +143,13 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     if persist:
         save_trace(kb, trace)
     return trace
+
+
+def sparse_only_reranker(reason: str) -> Reranker:
+    """BM25 order when the embedder can't read the question: its cosine would mislead the reranker."""
+    rr = NoReranker()
+    rr.label.note = reason
+    return rr
 
 
 def _judge(ctx, question, attempt: Attempt, settings, llm, timings, attempt_no: int):

@@ -35,9 +35,12 @@ def _timed(fn, *args) -> tuple[list[Hit], float]:
 class Recall:
     """Runs the queries against one knowledge base; ``run(k)`` may be called again wider."""
 
-    def __init__(self, kb, vectors: EmbedderVectors, queries: list[QueryRun], allowed, rrf_k: int, timings) -> None:
+    def __init__(
+        self, kb, vectors: EmbedderVectors, queries: list[QueryRun], allowed, rrf_k: int, timings, dense: bool = True
+    ) -> None:
         self.kb, self.vectors, self.queries = kb, vectors, queries
         self.allowed, self.rrf_k, self.timings = allowed, rrf_k, timings
+        self.dense = dense  # False: BM25 only (see pipeline.dense_route)
 
     def _add(self, stage: str, ms: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + ms
@@ -48,7 +51,7 @@ class Recall:
                 q.dense_ids, q.sparse_ids = [], []
             return Attempt(k, [])  # the filters match no document
         t = time.perf_counter()
-        vecs = self.vectors.query_vectors([q.text for q in self.queries])
+        vecs = self.vectors.query_vectors([q.text for q in self.queries]) if self.dense else []
         self._add("embed", (time.perf_counter() - t) * 1000)
         # BM25 on the pool while this thread runs the dense searches (the vector store's native
         # query releases the GIL). Not during the embedding: Python work in a second thread makes
@@ -56,10 +59,10 @@ class Recall:
         sparse: dict[int, Future] = {
             i: _pool.submit(_timed, self.kb.sparse_search, q.text, k, self.allowed)
             for i, q in enumerate(self.queries)
-            if q.kind not in DENSE_ONLY_KINDS
+            if q.kind not in DENSE_ONLY_KINDS or not self.dense
         }
         lists: list[RankedList] = []
-        for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=True)):
+        for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=False)):
             hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
             self._add("dense", ms)
             q.dense_ids = [h.chunk.id for h in hits]

@@ -185,7 +185,7 @@ def _cached_pools(path: str | None, make) -> list[Pool]:
     return pools
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data_dir")
     ap.add_argument("--split", default="train")
@@ -199,31 +199,37 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.split == "test":
         raise SystemExit("fit on train only; test is for reporting")
-    from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
+    return args
 
-    base = Settings.from_env()
-    settings = base.replace(home=bench_home(base))
-    name = args.kb or default_kb_name(args.data_dir)
 
-    def fresh() -> list[Pool]:
-        kb = ingest_beir(args.data_dir, settings, name, print)
-        return collect(kb, args.data_dir, args.split, settings, args.limit)
-
-    pools = _cached_pools(args.cache, fresh)
-    print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
-    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f))
-    dense_w, dense_b = fit_logreg(pools, ("cos",))
+def _threshold(pools: list[Pool], names, w, b, args) -> tuple[float, str]:
     pos = np.array([_prob(names, w, b, p).max() for p in pools if p.labels().any()])
     neg = np.array([(_prob(names, w, b, q).max() if q.cands else 0.0) for q in (p.without_gold() for p in pools)])
     thr, bal = best_threshold(pos, neg)
     note = f"max balanced accuracy on {args.split}, gold present vs gold removed: {thr:.2f} ({bal:.3f})"
     if args.threshold is not None:
         thr = args.threshold
-        at = 0.5 * ((pos >= thr).mean() + (neg < thr).mean())
-        note += f"; set to {thr:.2f} ({at:.3f} on {args.split})"
-    print(
-        f"chosen {'+'.join(names)}; threshold {thr:.2f} (balanced accuracy {bal:.3f}: answer {(pos >= thr).mean():.3f}, refuse {(neg < thr).mean():.3f})"
-    )
+        note += f"; set to {thr:.2f} ({0.5 * ((pos >= thr).mean() + (neg < thr).mean()):.3f} on {args.split})"
+    return thr, note
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
+
+    args = _parse(argv)
+    base = Settings.from_env()
+    settings = base.replace(home=bench_home(base))
+
+    def fresh() -> list[Pool]:
+        kb = ingest_beir(args.data_dir, settings, args.kb or default_kb_name(args.data_dir), print)
+        return collect(kb, args.data_dir, args.split, settings, args.limit)
+
+    pools = _cached_pools(args.cache, fresh)
+    print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
+    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f))
+    dense_w, dense_b = fit_logreg(pools, ("cos",))
+    thr, note = _threshold(pools, names, w, b, args)
+    print(f"chosen {'+'.join(names)}; {note}")
     cal = Calibration(
         embedder=settings.embed_model,
         features=names,
