@@ -99,7 +99,6 @@ def load_embedder(settings: Settings) -> Embedder:
 
 def _load_embedder(name: str, device: str) -> Embedder:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
-
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()  # token_len() measures over-long texts on purpose

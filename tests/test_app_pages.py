@@ -199,7 +199,8 @@ def test_inspector_scores_tab_shows_fallback_decision(app_kb):
     turn = _last_turn(app_kb, UNANSWERABLE)
     at = start("inspector", kb="demo", turn=turn.id, tab="Scores & fallback")
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Decision"] in ("reject", "clarify") and metrics["Threshold"] == "0.350"
+    turn_threshold = Settings.from_env().rerank_threshold
+    assert metrics["Decision"] in ("reject", "clarify") and metrics["Threshold"] == f"{turn_threshold:.3f}"
     assert metrics["Margin"].startswith("-")
     assert "Not answered" in texts(at.warning)
     assert len(at.get("plotly_chart")) == 2

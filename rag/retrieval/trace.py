@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
 
-class Dropped(str, Enum):
+class Dropped(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     """Why a candidate is not in the final evidence."""
 
     RECALL_CUT = "recall_cut"  # below recall_k in every retriever (only seen on a wider retry)
@@ -26,7 +26,7 @@ class Dropped(str, Enum):
     FILTER = "filter"  # excluded by a document/tag/date filter
 
 
-class FallbackAction(str, Enum):
+class FallbackAction(str, Enum):  # noqa: UP042
     ANSWER = "answer"  # evidence is strong enough
     RETRY_WIDER = "retry_wider"
     CLARIFY = "clarify"
@@ -116,7 +116,7 @@ class Trace:
     filters: dict[str, Any] = field(default_factory=dict)
     attempts: int = 1  # 2 when retry_wider ran
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
-    created_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
 
     def evidence(self) -> list[Candidate]:
         """Kept candidates in final order."""
