@@ -117,6 +117,20 @@ def current_kb():
         st.stop()
 
 
+def require_kb(empty_hint: str = ""):
+    """The chosen knowledge base, or end the page with what to do. With ``empty_hint``, a
+    knowledge base without documents also ends the page, with that hint."""
+    kb = current_kb()
+    if kb is None:
+        st.info("Create a knowledge base in the sidebar first.")
+        st.stop()
+    if empty_hint and not kb.documents():
+        st.info(f"This knowledge base has no documents yet. {empty_hint}")
+        st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
+        st.stop()
+    return kb
+
+
 def _pick_kb(names: list[str]) -> None:
     """Keep the chosen knowledge base in a plain key ("kb_choice"): widget state ("kb") is
     dropped when the page changes, because every page draws its own sidebar."""

@@ -22,14 +22,7 @@ from rag.highlight import md_escape
 appkit.page_setup()
 
 st.title("Chat")
-kb = appkit.current_kb()
-if kb is None:
-    st.info("Create a knowledge base in the sidebar first.")
-    st.stop()
-if not kb.documents():
-    st.info("This knowledge base has no documents yet. Add some on the Upload page.")
-    st.page_link("pages/upload.py", label="Go to Upload", icon=":material/upload_file:")
-    st.stop()
+kb = appkit.require_kb("Add some on the Upload page.")
 
 
 def _new_conversation() -> None:

@@ -25,13 +25,7 @@ from rag.retrieval.rerankers import REGISTRY
 appkit.page_setup()
 
 st.title("Evaluation")
-kb = appkit.current_kb()
-if kb is None:
-    st.info("Create a knowledge base in the sidebar first.")
-    st.stop()
-if not kb.documents():
-    st.info("This knowledge base has no documents yet. Add some on the Upload page, then evaluate.")
-    st.stop()
+kb = appkit.require_kb("Add some on the Upload page, then evaluate.")
 
 
 def _goldsets() -> list[Path]:

@@ -26,10 +26,7 @@ appkit.page_setup()
 TABS = ["Candidates", "Scores & fallback", "Sources", "Queries & timings", "Replay"]
 
 st.title("Retrieval Inspector")
-kb = appkit.current_kb()
-if kb is None:
-    st.info("Create a knowledge base in the sidebar first.")
-    st.stop()
+kb = appkit.require_kb()
 
 
 def _targets() -> dict[str, str]:

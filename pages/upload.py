@@ -14,10 +14,7 @@ STAGES = ["parse", "chunk", "embed", "done"]
 PREVIEW_PAGE = 10  # chunks per preview page
 
 st.title("Upload")
-kb = appkit.current_kb()
-if kb is None:
-    st.info("Create a knowledge base in the sidebar first.")
-    st.stop()
+kb = appkit.require_kb()
 st.caption(f"Knowledge base **{md_escape(kb.name)}** · embedder `{kb.embedder.model_id}`")
 
 

@@ -34,17 +34,7 @@ def text_key(text: str) -> str:
 
 
 def candidate_from_chunk(chunk: ChunkRecord, parent: str) -> Candidate:
-    return Candidate(
-        chunk_id=chunk.id,
-        doc_id=chunk.doc_id,
-        doc_name=chunk.doc_name,
-        page=chunk.page,
-        heading_path=tuple(chunk.heading_path),
-        text=chunk.text,
-        char_start=chunk.char_start,
-        char_end=chunk.char_end,
-        expanded_from=parent,
-    )
+    return Candidate.from_chunk(chunk, expanded_from=parent)
 
 
 def dedupe_and_budget(ranked: Sequence[Candidate], budget: int) -> list[Candidate]:

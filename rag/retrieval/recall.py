@@ -84,15 +84,8 @@ def to_candidates(attempt: Attempt, ranked: RankedResults, base_k: int, pool_siz
     rows = []
     for f in attempt.fused:
         c = f.chunk
-        row = Candidate(
-            chunk_id=c.id,
-            doc_id=c.doc_id,
-            doc_name=c.doc_name,
-            page=c.page,
-            heading_path=tuple(c.heading_path),
-            text=c.text,
-            char_start=c.char_start,
-            char_end=c.char_end,
+        row = Candidate.from_chunk(
+            c,
             dense_rank=f.dense_rank,
             dense_score=f.dense_score,
             sparse_rank=f.sparse_rank,

@@ -70,6 +70,21 @@ class Candidate:
     found_by: list[int] = field(default_factory=list)  # indexes into Trace.queries
     expanded_from: str | None = None  # set for neighbour chunks added during expansion
 
+    @classmethod
+    def from_chunk(cls, chunk: Any, **stages: Any) -> Candidate:
+        """A trace row for ``chunk`` (a ChunkRecord), with any stage fields given."""
+        return cls(
+            chunk_id=chunk.id,
+            doc_id=chunk.doc_id,
+            doc_name=chunk.doc_name,
+            page=chunk.page,
+            heading_path=tuple(chunk.heading_path),
+            text=chunk.text,
+            char_start=chunk.char_start,
+            char_end=chunk.char_end,
+            **stages,
+        )
+
     @property
     def kept(self) -> bool:
         return self.final_rank is not None
