@@ -15,7 +15,13 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
 from rag.config import Settings  # noqa: E402
+
+# CI replays the same examples every run (a red build must be reproducible); local runs keep exploring.
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 
