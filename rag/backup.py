@@ -29,6 +29,7 @@ import numpy as np
 
 from rag.config import Settings
 from rag.errors import KnowledgeBaseNotFound, RagError
+from rag.records import ChunkRecord
 from rag.store import writer
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, now
@@ -151,7 +152,7 @@ def import_kb(settings: Settings, path: str | Path, name: str | None = None) -> 
         _insert_rows(catalog, name, archive)
     active = {(d["id"], d["active_revision"]) for d in archive.tables["documents"]}
     texts = sorted(
-        (it["id"], it["text"] or "")
+        (it["id"], ChunkRecord.from_metadata(it["id"], it["text"] or "", it["metadata"]).index_text)
         for it in archive.items
         if (it["metadata"]["doc_id"], it["metadata"]["revision"]) in active
     )

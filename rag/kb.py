@@ -301,7 +301,7 @@ class KnowledgeBase:
         """Build from the vector store's texts (so a second instance on a shared server agrees)."""
         active = self.catalog.active_revisions(self.name)
         items = (
-            (cid, text or "")
+            (cid, ChunkRecord.from_metadata(cid, text or "", meta).index_text)
             for cid, text, meta in self.vectors.all_items()
             if active.get(str(meta.get("doc_id"))) == meta.get("revision")
         )

@@ -56,6 +56,29 @@ class ChunkSpan:
     text: str
 
 
+HEADER_MAX_CHARS = 160  # longest heading context indexed with a chunk
+
+
+def context_header(heading_path: tuple[str, ...], text: str = "") -> str:
+    """The heading context a chunk is indexed with ("Policy > Per diem"), capped at
+    ``HEADER_MAX_CHARS``; the innermost heading is left out when the chunk's first line already
+    carries it (the first chunk of a section)."""
+    path = list(heading_path)
+    if path and path[-1] in text.split("\n", 1)[0]:
+        path.pop()
+    return " > ".join(path)[:HEADER_MAX_CHARS]
+
+
+def index_text(heading_path: tuple[str, ...], text: str) -> str:
+    """What the retrievers index for a chunk: its heading context, a blank line, its text.
+
+    Every chunk of a section then matches its section's (and document's) title, not only the
+    first one; the stored and displayed text stays ``text``, exactly the source's characters.
+    """
+    header = context_header(heading_path, text)
+    return f"{header}\n\n{text}" if header else text
+
+
 @dataclass(frozen=True)
 class ChunkRecord:
     id: str
@@ -72,6 +95,11 @@ class ChunkRecord:
     @staticmethod
     def make_id(doc_id: str, revision: int, page: int, idx: int) -> str:
         return f"{doc_id}:{revision}:{page}:{idx}"
+
+    @property
+    def index_text(self) -> str:
+        """The text embedded and BM25-indexed for this chunk (see :func:`index_text`)."""
+        return index_text(self.heading_path, self.text)
 
     def metadata(self) -> dict[str, Any]:
         """Flat metadata for Chroma (scalars only)."""

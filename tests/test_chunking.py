@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rag.ingest.chunking import chunk_document, estimate_tokens
 from rag.ingest.parsers.markdown import find_headings
-from rag.records import ChunkSpan, Heading, PageSpan, ParsedDocument
+from rag.records import HEADER_MAX_CHARS, ChunkSpan, Heading, PageSpan, ParsedDocument, context_header, index_text
 
 
 def one_page(text: str, headings: tuple[Heading, ...] = ()) -> ParsedDocument:
@@ -130,6 +130,29 @@ def test_window_shrinks_to_fit_a_real_token_counter() -> None:
     assert all(words(c.text) <= 10 for c in chunks)
     assert len(chunks) > 10
     check_invariants(one_page(text), chunks, 10, words)
+
+
+def test_heading_context_counts_against_the_token_budget() -> None:
+    """What is embedded (heading context + chunk) fits the window, not only the chunk text."""
+
+    def words(s: str) -> int:
+        return len(s.split())
+
+    title = "Alpha beta gamma delta"  # 4 words of context on every chunk after the first
+    text = f"# {title}\n\n" + " ".join(f"w{i}" for i in range(200))
+    parsed = one_page(text, find_headings(text))
+    chunks = chunk_document(parsed, chunk_size=400, overlap=0, max_tokens=20, token_len=words)
+    assert len(chunks) > 5 and all(c.heading_path == (title,) for c in chunks)
+    assert all(words(index_text(c.heading_path, c.text)) <= 20 for c in chunks)
+    check_invariants(parsed, chunks, 20, words)
+
+
+def test_index_text_adds_the_heading_path_unless_the_chunk_opens_with_it() -> None:
+    path = ("Policy", "Per diem")
+    assert index_text(path, "Meals are covered up to 40 EUR.") == "Policy > Per diem\n\nMeals are covered up to 40 EUR."
+    assert index_text(path, "## Per diem\nMeals are covered.") == "Policy\n\n## Per diem\nMeals are covered."
+    assert index_text((), "No headings.") == "No headings."
+    assert context_header(("x" * 500,)) == "x" * HEADER_MAX_CHARS
 
 
 def test_whitespace_only_sections_and_pages_give_no_chunks() -> None:

@@ -248,12 +248,12 @@ def test_import_beir_builds_kb_and_gold(make_kb, tmp_path):
     result = import_beir(kb, root, "test")
     assert (result.documents, result.ingested, result.present, result.failed) == (3, 3, 0, [])
     assert [i.id for i in result.gold.items] == ["q1", "q2"] and result.gold.name == "mini-test"
-    assert result.gold.items[1].relevant == (Passage(doc="d2.txt", grade=2),)
-    assert result.gold.items[1].hard_negatives == (Passage(doc="d3.txt"),)
+    assert result.gold.items[1].relevant == (Passage(doc="d2.md", grade=2),)
+    assert result.gold.items[1].hard_negatives == (Passage(doc="d3.md"),)
     again = import_beir(kb, root, "test")
     assert (again.ingested, again.present) == (0, 3)
     run = run_goldset(kb, again.gold, answers=False)
-    assert run.questions[0].docs["bm25"][0] == "d1.txt" and run.questions[0].metrics["doc"]["bm25"]["mrr@10"] == 1.0
+    assert run.questions[0].docs["bm25"][0] == "d1.md" and run.questions[0].metrics["doc"]["bm25"]["mrr@10"] == 1.0
     assert "chunk" not in run.questions[0].metrics  # whole-document labels: document level only
     small = import_beir(make_kb("mini2"), root, "test", limit=1, name="tiny")
     assert [i.id for i in small.gold.items] == ["q1"] and small.dropped_queries == 1 and small.gold.name == "tiny"

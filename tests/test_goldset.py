@@ -253,12 +253,12 @@ def test_load_beir_and_convert(tmp_path, gz):
     assert data.qrels == {"q1": {"d1": 2}, "q2": {"d/2": 1, "d1": 0}}
     gold = beir_to_goldset(data)
     q1, q2 = gold.items
-    assert q1.relevant == (Passage(doc="d1.txt", grade=2),)
-    assert q1.hard_negatives == (Passage(doc="d_2.txt"),)
+    assert q1.relevant == (Passage(doc="d1.md", grade=2),)
+    assert q1.hard_negatives == (Passage(doc="d_2.md"),)
     assert q1.reference_answer == "12人 / 十二人; x"
-    assert q2.relevant == (Passage(doc="d_2.txt"),) and q2.hard_negatives == (Passage(doc="d1.txt"),)
-    assert beir_document("d1", data.corpus["d1"]) == ("d1.txt", b"Title one\n\nBody one.")
-    assert beir_doc_name("d/2") == "d_2.txt"
+    assert q2.relevant == (Passage(doc="d_2.md"),) and q2.hard_negatives == (Passage(doc="d1.md"),)
+    assert beir_document("d1", data.corpus["d1"]) == ("d1.md", b"# Title one\n\nBody one.")
+    assert beir_doc_name("d/2") == "d_2.md"
     assert [doc_id for doc_id, _ in iter_corpus(tmp_path / "tiny")] == ["d1", "d/2"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from rag.errors import DocumentNotFound, EmbeddingModelMismatch
@@ -90,6 +92,26 @@ def test_bm25_rebuilt_when_missing_or_stale(make_kb):
     kb._bm25 = None
     assert _ids(kb.sparse_search("encryption", 3)) == ["security.txt"]
     assert kb.bm25_dir.exists()
+
+
+def test_every_chunk_is_indexed_with_its_heading_path(make_kb):
+    """A section's title finds its later chunks too (BM25 and dense), while the stored text is the source's."""
+    body = " ".join(f"Clause {i}: the supplier shall deliver goods on the agreed date." for i in range(40))
+    kb = make_kb(chunk_size=300, chunk_overlap=0)
+    kb.ingest_file("contract.md", f"# Zanzibar shipping contract\n\n{body}".encode())
+    kb.ingest_file("other.md", f"# General terms\n\n{body}".encode())
+    chunks = kb.chunks("contract.md")
+    assert len(chunks) > 3 and not chunks[-1].text.startswith("#")
+    assert chunks[-1].index_text.startswith("Zanzibar shipping contract\n\n")
+    text = kb.document_text(chunks[-1].doc_id)
+    assert all(text[c.char_start : c.char_end] == c.text for c in chunks)
+    sparse = kb.sparse_search("Zanzibar", 100)
+    assert {h.chunk.id for h in sparse} == {c.id for c in chunks}
+    kb._bm25 = None  # the rebuild from the vector store indexes the same text
+    shutil.rmtree(kb.bm25_dir)
+    assert {h.chunk.id for h in kb.sparse_search("Zanzibar", 100)} == {c.id for c in chunks}
+    dense = kb.dense_search(kb.embedder.embed_query("Zanzibar shipping contract"), 2 * len(chunks))
+    assert {h.chunk.doc_name for h in dense[: len(chunks)]} == {"contract.md"}
 
 
 def test_bad_file_fails_alone_and_loses_nothing(make_kb):

@@ -6,8 +6,10 @@ A BEIR folder holds ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.j
 (``corpus.jsonl.gz``). The corpus is read line by line (:func:`iter_corpus`), so a large
 one can be ingested without holding it all in memory.
 
-Each corpus document becomes one knowledge-base document named ``beir_doc_name(id)``
-(``<id>.txt``) whose text is the title, a blank line and the body (:func:`beir_document`).
+Each corpus document becomes one Markdown knowledge-base document named ``beir_doc_name(id)``
+(``<id>.md``): the title as a level-1 heading, a blank line, the body (:func:`beir_document`).
+The title is thus every chunk's heading path and is indexed with each of them, as for any
+uploaded document with headings.
 Gold labels are whole-document labels with the qrels score as grade.
 """
 
@@ -105,12 +107,13 @@ def load_qrels(path: str | Path, split: str) -> dict[str, dict[str, int]]:
 
 def beir_doc_name(doc_id: str) -> str:
     """The knowledge-base document name of a BEIR document (unsafe characters become '_')."""
-    return re.sub(r"[^\w.-]", "_", doc_id) + ".txt"
+    return re.sub(r"[^\w.-]", "_", doc_id) + ".md"
 
 
 def beir_document(doc_id: str, doc: BeirDoc) -> tuple[str, bytes]:
-    """``(file name, UTF-8 bytes)`` to ingest for one BEIR document: title, blank line, text."""
-    body = f"{doc.title}\n\n{doc.text}" if doc.title.strip() else doc.text
+    """``(file name, UTF-8 bytes)`` to ingest for one BEIR document: ``# title``, blank line, text."""
+    title = " ".join(doc.title.split())
+    body = f"# {title}\n\n{doc.text}" if title else doc.text
     return beir_doc_name(doc_id), body.encode("utf-8")
 
 

@@ -12,7 +12,9 @@ Rules, in order:
    break, else whitespace, else CJK comma, in the second half of the window; consecutive
    chunks of a section share up to ``overlap`` characters (never more than a third of the
    window), starting at a paragraph, else sentence, else line, else word.
-4. A window whose text exceeds ``max_tokens`` per ``token_len`` shrinks until it fits.
+4. A window whose text exceeds ``max_tokens`` per ``token_len`` shrinks until it fits; the
+   section's heading context (:func:`rag.records.context_header`, indexed with every chunk) is
+   counted against that budget, so what is embedded fits the embedder's window too.
 5. Chunks are trimmed of surrounding whitespace (``text == parsed.text[start:end]`` always)
    and whitespace-only chunks are dropped.
 
@@ -27,7 +29,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from rag.records import ChunkSpan, Heading, ParsedDocument
+from rag.records import ChunkSpan, Heading, ParsedDocument, context_header
 
 TokenLen = Callable[[str], int]
 
@@ -73,10 +75,13 @@ def chunk_document(
             f"need chunk_size >= 1, max_tokens >= 1 and 0 <= overlap < chunk_size; "
             f"got chunk_size={chunk_size}, overlap={overlap}, max_tokens={max_tokens}"
         )
-    window = _Window(parsed.text, chunk_size, overlap, max_tokens, token_len or estimate_tokens)
+    token_len = token_len or estimate_tokens
+    window = _Window(parsed.text, chunk_size, overlap, token_len)
     chunks: list[ChunkSpan] = []
     for page, section in _sections(parsed):
-        for start, end in window.spans(section.start, section.end):
+        header = context_header(section.path)
+        budget = max_tokens - (token_len(header + "\n\n") if header else 0)
+        for start, end in window.spans(section.start, section.end, max(budget, (max_tokens + 1) // 2)):
             chunks.append(ChunkSpan(page, len(chunks), start, end, section.path, parsed.text[start:end]))
     return chunks
 
@@ -135,32 +140,31 @@ def _merge_heading_only(sections: list[_Section]) -> list[_Section]:
 class _Window:
     """The sliding window over one section of ``text``."""
 
-    def __init__(self, text: str, size: int, overlap: int, max_tokens: int, token_len: TokenLen) -> None:
-        self.text, self.size, self.overlap = text, size, overlap
-        self.max_tokens, self.token_len = max_tokens, token_len
+    def __init__(self, text: str, size: int, overlap: int, token_len: TokenLen) -> None:
+        self.text, self.size, self.overlap, self.token_len = text, size, overlap, token_len
 
-    def spans(self, start: int, end: int) -> Iterator[tuple[int, int]]:
+    def spans(self, start: int, end: int, max_tokens: int) -> Iterator[tuple[int, int]]:
         """Trimmed, non-empty (start, end) spans covering every non-space character of the section."""
         pos = self._skip_space(start, end)
         while pos < end:
-            cut = self._cut(pos, end)
+            cut = self._cut(pos, end, max_tokens)
             yield pos, self._trim_end(pos, cut)
             if cut >= end:
                 return
             pos = self._skip_space(self._next_start(pos, cut), end)
 
-    def _cut(self, pos: int, end: int) -> int:
+    def _cut(self, pos: int, end: int, max_tokens: int) -> int:
         """End of the window starting at ``pos``, shrunk until its text fits ``max_tokens``."""
         limit = self.size
         while True:
             hi = min(pos + limit, end)
             cut = hi if hi == end else _boundary(self.text, pos + max(1, limit // 2), hi)
             tokens = self.token_len(self.text[pos:cut])
-            if tokens <= self.max_tokens:
+            if tokens <= max_tokens:
                 return cut
             if cut - pos <= 1:
-                raise ValueError(f"max_tokens={self.max_tokens} is smaller than one character ({tokens} tokens)")
-            limit = max(1, min(cut - pos - 1, (cut - pos) * self.max_tokens * 9 // (tokens * 10)))
+                raise ValueError(f"max_tokens={max_tokens} is smaller than one character ({tokens} tokens)")
+            limit = max(1, min(cut - pos - 1, (cut - pos) * max_tokens * 9 // (tokens * 10)))
 
     def _next_start(self, pos: int, cut: int) -> int:
         """Start of the next window, inside the last ``overlap`` characters of this one.

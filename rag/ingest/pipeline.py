@@ -174,7 +174,7 @@ def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
     step = max(kb.settings.embed_batch_size * 8, 256)
     for i in range(0, len(chunks), step):
         part = chunks[i : i + step]
-        vecs = kb.embedder.embed_texts([c.text for c in part], batch_size=kb.settings.embed_batch_size)
+        vecs = kb.embedder.embed_texts([c.index_text for c in part], batch_size=kb.settings.embed_batch_size)
         kb.vectors.add(part, vecs)
         done = min(i + step, len(chunks)) / max(len(chunks), 1)
         for name in {owner[c.id] for c in part}:

@@ -15,7 +15,7 @@ def reindex(kb) -> int:
         step = max(kb.settings.embed_batch_size * 8, 256)
         for i in range(0, len(chunks), step):
             part = chunks[i : i + step]
-            kb.vectors.add(part, kb.embedder.embed_texts([c.text for c in part], kb.settings.embed_batch_size))
+            kb.vectors.add(part, kb.embedder.embed_texts([c.index_text for c in part], kb.settings.embed_batch_size))
         kb.catalog.set_kb_model(kb.name, kb.embedder.model_id, kb.embedder.dim)
         with kb.catalog.tx() as db:
             db.execute(

@@ -1,6 +1,6 @@
 """`python -m rag bench beir DIR --split test`: retrieval quality per stage on a BEIR dataset.
 
-The corpus is ingested through the real knowledge base (each document as ``<id>.txt``: title,
+The corpus is ingested through the real knowledge base (each document as ``<id>.md``: ``# title``,
 blank line, text; chunked like any upload) into ``<home>/bench`` once, then reused (unchanged
 documents are skipped). Per judged query it runs the raw dense and BM25 retrievers (deep lists,
 for Recall@100) and the real pipeline (``retrieve``) for the RRF and reranked orders. Chunk

@@ -134,7 +134,7 @@ class EmbedderVectors:
             missing = [c for c in missing if c.id not in found]
         if missing:
             found.update(
-                zip((c.id for c in missing), self.embedder.embed_texts([c.text for c in missing]), strict=True)
+                zip((c.id for c in missing), self.embedder.embed_texts([c.index_text for c in missing]), strict=True)
             )
         vecs = [np.asarray(found[c.id], dtype=np.float32) for c in chunks]
         for c, vec in zip(chunks, vecs, strict=True):

@@ -55,7 +55,7 @@ class FlagReranker(Reranker):
         from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
         # The postprocessor writes its score over node.score: hand it fresh nodes, read them back.
-        nodes = [NodeWithScore(node=TextNode(id_=c.chunk_id, text=c.chunk.text), score=None) for c in candidates]
+        nodes = [NodeWithScore(node=TextNode(id_=c.chunk_id, text=c.chunk.index_text), score=None) for c in candidates]
         self.post.top_n = len(nodes)
         out = self.post.postprocess_nodes(nodes, query_bundle=QueryBundle(query_str=query))
         logits = {n.node.node_id: float(n.score or 0.0) for n in out}
@@ -76,6 +76,6 @@ class CrossEncoderReranker(Reranker):
     def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
         import torch
 
-        pairs = [(query, c.chunk.text) for c in candidates]
+        pairs = [(query, c.chunk.index_text) for c in candidates]
         logits = self.model.predict(pairs, activation_fn=torch.nn.Identity(), show_progress_bar=False)
         return _sigmoid(np.asarray(logits, dtype=np.float64).reshape(len(candidates), -1)[:, 0])
