@@ -92,7 +92,9 @@ def _plain_llamaindex_nodes(texts: list[str], embedder, home: Path) -> float:
     store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("plain_nodes"))
     nodes = [TextNode(text=t) for t in texts]
     t0 = time.perf_counter()
-    VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embedder.li_model)
+    VectorStoreIndex(
+        nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embedder.li_model
+    )
     return time.perf_counter() - t0
 
 

@@ -31,7 +31,7 @@ def run(args) -> int:
     for c in answer.citations:
         state = "ok" if c.valid else "REJECTED"
         print(f"[{c.n}] {state} {c.doc_name} p.{c.page} chars {c.start}-{c.end} support={c.support:.2f}")
-        print(f"     \"{c.quote[:160]}\"")
+        print(f'     "{c.quote[:160]}"')
     fb = trace.fallback
     if fb is not None:
         score = "none" if fb.best_score is None else f"{fb.best_score:.3f}"
@@ -54,8 +54,10 @@ def print_trace(trace: Trace) -> None:
     for c in order:
         final = f"{c.final_rank:>5}" if c.final_rank else "    -"
         dropped = c.dropped_by.value if c.dropped_by else ""
-        print(f"{c.chunk_id:30} {_fmt(c.dense_rank, c.dense_score)} {_fmt(c.sparse_rank, c.sparse_score)} "
-              f"{_fmt(c.fused_rank, c.fused_score)} {_fmt(c.rerank_rank, c.rerank_score)} {final}  {dropped}")
+        print(
+            f"{c.chunk_id:30} {_fmt(c.dense_rank, c.dense_score)} {_fmt(c.sparse_rank, c.sparse_score)} "
+            f"{_fmt(c.fused_rank, c.fused_score)} {_fmt(c.rerank_rank, c.rerank_score)} {final}  {dropped}"
+        )
 
 
 def add_calibrate_parser(sub) -> None:

@@ -55,12 +55,16 @@ class Settings:
     recall_k: int = _f(20, "Candidates taken from each of dense and BM25 per query.")
     rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
     top_n: int = _f(5, "Candidates kept after reranking.")
-    rerank_threshold: float = _f(0.5, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo).")
+    rerank_threshold: float = _f(
+        0.5, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo)."
+    )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")
     evidence_budget_chars: int = _f(6000, "Character budget for evidence including neighbour expansion.")
-    support_threshold: float = _f(0.54, "Minimum support score for a cited sentence (calibrated: `python -m rag calibrate-support`).")
+    support_threshold: float = _f(
+        0.54, "Minimum support score for a cited sentence (calibrated: `python -m rag calibrate-support`)."
+    )
     # --- limits ---
     max_file_mb: float = _f(50.0, "Largest accepted upload in MB.", affects=False)
     max_pages: int = _f(2000, "Most pages accepted in one document.", affects=False)

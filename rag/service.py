@@ -44,13 +44,17 @@ def _no_generation_answer(question: str, trace: Trace) -> Answer:
     fb = trace.fallback
     prefix = "clarify: " if fb.action is FallbackAction.CLARIFY else "fallback: "
     return Answer(
-        question=question, text=fb.message, generator=ModelLabel("fallback", fb.judged_by),
-        refused=True, refusal_reason=prefix + fb.reason,
+        question=question,
+        text=fb.message,
+        generator=ModelLabel("fallback", fb.judged_by),
+        refused=True,
+        refusal_reason=prefix + fb.reason,
     )
 
 
-def stream_ask(kb, question: str, settings: Settings | None = None, llm=None, conversation: str = "default",
-               filters=None) -> Iterator[tuple[str, object]]:
+def stream_ask(
+    kb, question: str, settings: Settings | None = None, llm=None, conversation: str = "default", filters=None
+) -> Iterator[tuple[str, object]]:
     """Yields ("trace", Trace), then ("event", AnswerEvent)…, then ("turn", Turn) once persisted."""
     settings = settings or kb.settings
     trace = retrieve(kb, question, settings, filters=filters, llm=llm)
@@ -70,8 +74,9 @@ def stream_ask(kb, question: str, settings: Settings | None = None, llm=None, co
     yield "turn", turn
 
 
-def ask(kb, question: str, settings: Settings | None = None, llm=None, conversation: str = "default",
-        filters=None) -> tuple[Turn, Trace]:
+def ask(
+    kb, question: str, settings: Settings | None = None, llm=None, conversation: str = "default", filters=None
+) -> tuple[Turn, Trace]:
     trace = turn = None
     for kind, payload in stream_ask(kb, question, settings, llm, conversation, filters):
         if kind == "trace":
@@ -84,12 +89,24 @@ def ask(kb, question: str, settings: Settings | None = None, llm=None, conversat
 # -- history ------------------------------------------------------------------------
 def save_turn(kb, turn: Turn) -> None:
     with kb.catalog.tx() as db:
-        row = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM chat_turns WHERE kb=? AND conversation=?",
-                         (turn.kb, turn.conversation)).fetchone()
+        row = db.execute(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM chat_turns WHERE kb=? AND conversation=?",
+            (turn.kb, turn.conversation),
+        ).fetchone()
         turn.seq = int(row[0])
-        db.execute("INSERT INTO chat_turns VALUES (?,?,?,?,?,?,?,?)",
-                   (turn.id, turn.kb, turn.conversation, turn.seq, turn.question, turn.answer.to_json(),
-                    turn.trace_id, turn.created_at))
+        db.execute(
+            "INSERT INTO chat_turns VALUES (?,?,?,?,?,?,?,?)",
+            (
+                turn.id,
+                turn.kb,
+                turn.conversation,
+                turn.seq,
+                turn.question,
+                turn.answer.to_json(),
+                turn.trace_id,
+                turn.created_at,
+            ),
+        )
 
 
 def history(kb, conversation: str = "default") -> list[Turn]:
@@ -103,13 +120,18 @@ def get_turn(kb, turn_id: str) -> Turn | None:
 
 
 def recent_turns(kb, limit: int = 100) -> list[Turn]:
-    rows = kb.catalog.q("SELECT * FROM chat_turns WHERE kb=? ORDER BY created_at DESC, seq DESC LIMIT ?", kb.name, limit)
+    rows = kb.catalog.q(
+        "SELECT * FROM chat_turns WHERE kb=? ORDER BY created_at DESC, seq DESC LIMIT ?", kb.name, limit
+    )
     return [_turn(r) for r in rows]
 
 
 def conversations(kb) -> list[str]:
-    rows = kb.catalog.q("SELECT conversation, MAX(created_at) AS last FROM chat_turns WHERE kb=? "
-                        "GROUP BY conversation ORDER BY last DESC", kb.name)
+    rows = kb.catalog.q(
+        "SELECT conversation, MAX(created_at) AS last FROM chat_turns WHERE kb=? "
+        "GROUP BY conversation ORDER BY last DESC",
+        kb.name,
+    )
     return [r[0] for r in rows]
 
 
@@ -124,5 +146,13 @@ def load_trace(kb, trace_id: str) -> Trace | None:
 
 
 def _turn(r) -> Turn:
-    return Turn(r["kb"], r["conversation"], r["question"], Answer.from_dict(json.loads(r["answer_json"])),
-                r["trace_id"], r["seq"], r["id"], r["created_at"])
+    return Turn(
+        r["kb"],
+        r["conversation"],
+        r["question"],
+        Answer.from_dict(json.loads(r["answer_json"])),
+        r["trace_id"],
+        r["seq"],
+        r["id"],
+        r["created_at"],
+    )

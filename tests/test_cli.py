@@ -11,7 +11,9 @@ from tests.conftest import ROOT
 
 def run(home, *args):
     env = os.environ | {"RAG_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "rag", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_ingest_docs_search_delete(tmp_path):
