@@ -202,12 +202,10 @@ class KnowledgeBase:
                     self._texts.pop(next(iter(self._texts)), None)
         return text
 
-    def _names(self) -> dict[str, str]:
-        return {r["id"]: r["name"] for r in self.catalog.q("SELECT id, name FROM documents WHERE kb=?", self.name)}
-
     def _records(self, rows) -> list[ChunkRecord]:
         """Chunk records with their text; call inside ``catalog.snapshot()`` with the rows' read."""
-        names = self._names()
+        rows = list(rows)
+        names = self.catalog.document_names(self.name, (r["doc_id"] for r in rows))
         return [
             chunk_from_row(r, self.document_text(r["doc_id"], r["revision"]), names.get(r["doc_id"], "")) for r in rows
         ]
@@ -263,7 +261,7 @@ class KnowledgeBase:
         )
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
         rows = self.vectors.query(np.asarray(query_vec, dtype=np.float32), k, where)
-        active = self.catalog.active_revisions(self.name)
+        active = self.catalog.active_revisions(self.name, (str(meta.get("doc_id")) for _, _, meta, _ in rows))
         hits = []
         for cid, text, meta, score in rows:
             chunk = ChunkRecord.from_metadata(cid, text, meta)
@@ -274,8 +272,7 @@ class KnowledgeBase:
     def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
         check_query(query, self.settings, allow_empty=True)
         index = self.bm25()
-        allowed = None if doc_ids is None else {c for c in index.ids if c.split(":", 1)[0] in doc_ids}
-        found = index.search(query, k, allowed)
+        found = index.search(query, k, doc_ids)
         chunks = self.get_chunks([h.chunk_id for h in found])
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
 

@@ -91,7 +91,7 @@ class FakeKB:
         self.by_id = {r.id: r for r in self.records}
         if self.vectors is None:
             self.vectors = self.embedder.embed_texts([r.text for r in self.records])
-        self.bm25 = BM25Index.build(((r.id, r.text) for r in self.records), version=1)
+        self.bm25 = BM25Index.build(((r.id, r.index_text) for r in self.records), version=1)
 
     def dense_search(self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
         sims = self.vectors @ np.asarray(query_vec, dtype=np.float32)
@@ -106,8 +106,7 @@ class FakeKB:
         return [Hit(self.records[i], float(sims[i])) for i in top]
 
     def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
-        allowed = None if doc_ids is None else {r.id for r in self.records if r.doc_id in doc_ids}
-        return [Hit(self.by_id[h.chunk_id], h.score) for h in self.bm25.search(query, k, allowed)]
+        return [Hit(self.by_id[h.chunk_id], h.score) for h in self.bm25.search(query, k, doc_ids)]
 
     def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
         if not (doc_ids or tags or date_from or date_to):

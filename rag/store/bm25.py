@@ -40,7 +40,15 @@ class BM25Index:
         self._retriever = retriever
         self.ids = ids
         self.version = version
-        self._pos = {cid: i for i, cid in enumerate(ids)}
+        self._doc_rows: dict[str, list[int]] | None = None  # built on the first filtered search
+
+    def _rows_of(self, doc_ids: set[str]) -> list[int]:
+        if self._doc_rows is None:
+            rows: dict[str, list[int]] = {}
+            for i, cid in enumerate(self.ids):  # ids are doc:rev:page:idx
+                rows.setdefault(cid.rsplit(":", 3)[0], []).append(i)
+            self._doc_rows = rows
+        return [i for d in doc_ids for i in self._doc_rows.get(d, ())]
 
     @classmethod
     def build(cls, items: Iterable[tuple[str, str]], version: int) -> BM25Index:
@@ -54,16 +62,17 @@ class BM25Index:
         retriever.index(tokens, show_progress=False)
         return cls(retriever, ids, version)
 
-    def search(self, query: str, k: int, allowed: set[str] | None = None) -> list[SparseHit]:
+    def search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[SparseHit]:
+        """The ``k`` best chunks with a positive score, only from ``doc_ids`` when given."""
         if self._retriever is None or k <= 0:
             return []
         q = tokenize(query)
         if not q or not any(t in self._retriever.vocab_dict for t in q):
             return []
         scores = self._retriever.get_scores(q)
-        if allowed is not None:
+        if doc_ids is not None:
             mask = np.zeros(len(self.ids), dtype=scores.dtype)
-            mask[[self._pos[c] for c in allowed if c in self._pos]] = 1
+            mask[self._rows_of(doc_ids)] = 1
             scores = scores * mask
         k = min(k, len(self.ids))
         top = np.argpartition(-scores, k - 1)[:k]

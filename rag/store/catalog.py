@@ -11,7 +11,7 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
@@ -124,9 +124,26 @@ class Catalog:
         )
         return [_doc_record(r) for r in rows]
 
-    def active_revisions(self, kb: str, doc_ids: set[str] | None = None) -> dict[str, int]:
-        rows = self.q("SELECT id, active_revision FROM documents WHERE kb=? AND active_revision IS NOT NULL", kb)
-        return {r[0]: r[1] for r in rows if doc_ids is None or r[0] in doc_ids}
+    def active_revisions(self, kb: str, doc_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """``doc id -> active revision``, for every document or only ``doc_ids`` (indexed lookups)."""
+        sql = "SELECT id, active_revision FROM documents WHERE kb=? AND active_revision IS NOT NULL"
+        if doc_ids is None:
+            return {r[0]: r[1] for r in self.q(sql, kb)}
+        return {r[0]: r[1] for r in self._by_ids(sql + " AND id IN ({})", kb, doc_ids)}
+
+    def document_names(self, kb: str, doc_ids: Iterable[str]) -> dict[str, str]:
+        return {
+            r[0]: r[1] for r in self._by_ids("SELECT id, name FROM documents WHERE kb=? AND id IN ({})", kb, doc_ids)
+        }
+
+    def _by_ids(self, sql: str, kb: str, ids: Iterable[str]) -> list[sqlite3.Row]:
+        """``sql`` (with one ``IN ({})``) over ``ids`` in batches of 500 parameters."""
+        unique = list(dict.fromkeys(ids))
+        out: list[sqlite3.Row] = []
+        for i in range(0, len(unique), 500):
+            part = unique[i : i + 500]
+            out += self.q(sql.format(",".join("?" * len(part))), kb, *part)
+        return out
 
     def inactive_rev_keys(self, kb: str) -> list[str]:
         """``doc:rev`` keys still in the vector store but not active (being written or dropped)."""
@@ -162,12 +179,7 @@ class Catalog:
 
     # -- chunks --------------------------------------------------------------
     def chunk_rows(self, kb: str, ids: list[str]) -> list[sqlite3.Row]:
-        out: list[sqlite3.Row] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ",".join("?" * len(part))
-            out += self.q(f"SELECT * FROM chunks WHERE kb=? AND id IN ({marks})", kb, *part)  # noqa: S608
-        return out
+        return self._by_ids("SELECT * FROM chunks WHERE kb=? AND id IN ({})", kb, ids)
 
     def doc_chunks(self, kb: str, doc_id: str, revision: int) -> list[sqlite3.Row]:
         return self.q("SELECT * FROM chunks WHERE kb=? AND doc_id=? AND revision=? ORDER BY idx", kb, doc_id, revision)
