@@ -35,6 +35,9 @@ class Settings:
     chroma_port: int = _f(8000, "Chroma server port (with RAG_CHROMA_HOST).", affects=False)
     chroma_token: str = _f("", "Bearer token for a Chroma server started with token auth.", secret=True, affects=False)
     chroma_ssl: bool = _f(False, "Use HTTPS to reach the Chroma server.", affects=False)
+    chroma_timeout_s: float = _f(
+        30.0, "Seconds a Chroma server request may take before it is retried once (server mode).", affects=False
+    )
     default_kb: str = _f("demo", "Knowledge base opened when none is chosen.", affects=False)
     # --- models ---
     embed_model: str = _f(BUNDLED_EMBEDDER, "Embedder: 'bundled:all-MiniLM-L6-v2', a local path, or a hub id.")

@@ -5,7 +5,8 @@ cors_allow_origins, ...) has no authentication settings, and Chroma's docs for 1
 auth in a proxy (Envoy) in front of it. This proxy does the same job for the tests: requests
 without ``Authorization: Bearer <token>`` get 401, the rest are forwarded and counted. With
 ``drop(n)`` it hangs up on the next ``n`` requests without answering (a server dying mid-request);
-with ``after=True`` it first forwards them, so the work is done but the answer is lost.
+with ``after=True`` it first forwards them, so the work is done but the answer is lost; with
+``hang(n, seconds)`` it holds the next ``n`` requests that long without a word (a wedged server).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "te", "upgrade"}
@@ -26,6 +28,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         drop = self.server.take_drop()
+        if drop == "hang":
+            time.sleep(self.server.hang_s)
+            self.close_connection = True
+            return
         if drop == "before":
             self.close_connection = True  # no status line at all: the client sees the peer hang up
             return
@@ -70,7 +76,7 @@ class _ProxyServer(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream_port, self.token = upstream_port, token
         self.counts = {"accepted": 0, "rejected": 0, "dropped": 0}
-        self.drops, self.drop_when = 0, "before"
+        self.drops, self.drop_when, self.hang_s = 0, "before", 0.0
         self._lock = threading.Lock()
 
     def count(self, key: str) -> None:
@@ -99,6 +105,10 @@ class AuthProxy:
     def drop(self, n: int, after: bool = False) -> None:
         with self.server._lock:
             self.server.drops, self.server.drop_when = n, "after" if after else "before"
+
+    def hang(self, n: int, seconds: float) -> None:
+        with self.server._lock:
+            self.server.drops, self.server.drop_when, self.server.hang_s = n, "hang", seconds
 
     def __enter__(self) -> AuthProxy:
         self.thread.start()

@@ -28,3 +28,10 @@ def test_fingerprint_tracks_result_fields_only():
 
 def test_every_field_is_documented():
     assert all(doc for _, _, doc in Settings.describe())
+
+
+def test_readme_documents_every_setting():
+    """The README's settings table lists every RAG_* variable with its current default."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    for env, default, _ in Settings.describe():
+        assert f"| `{env}` | `{default}` |" in readme, f"README settings table: add or update {env}"

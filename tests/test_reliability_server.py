@@ -62,6 +62,26 @@ def test_cli_with_server_down_prints_the_fix(tmp_path):
     assert out.stderr.startswith("error: Cannot reach the Chroma server") and "chroma run" in out.stderr
 
 
+@pytest.mark.timeout(300)
+def test_a_wedged_server_times_out_instead_of_hanging(settings, embedder, chroma_server, caplog):
+    """A server that accepts a request and never answers: the query gives up after
+    ``chroma_timeout_s``, retries once on a fresh connection, and answers; two hangs in a row
+    are a StoreUnavailable after about twice the timeout, not a frozen app."""
+    with AuthProxy(chroma_server.port) as proxy:
+        kb = KnowledgeBase("wedged", _server_settings(settings, proxy.port).replace(chroma_timeout_s=2.0), embedder)
+        kb.ingest_file("a.md", doc_text(1, 1))
+        query = kb.embedder.embed_query("d1v1marker")
+        proxy.hang(1, 30)
+        start = time.perf_counter()
+        hits = kb.dense_search(query, 3)
+        assert hits[0].chunk.doc_name == "a.md" and time.perf_counter() - start < 10
+        assert "reconnecting once" in caplog.text and "Timeout" in caplog.text
+        proxy.hang(2, 30)
+        err, took = _quick(kb.dense_search, query, 3)
+        assert "Chroma server" in str(err) and took < 15
+        assert kb.dense_search(query, 3)  # and it serves again once the server does
+
+
 @pytest.mark.timeout(600)
 def test_server_killed_mid_session_then_restarted_recovers_in_process(settings, embedder, chroma_server, capsys):
     kb = KnowledgeBase("remote", _server_settings(settings, chroma_server.port), embedder)

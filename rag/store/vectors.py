@@ -62,6 +62,7 @@ def _make_client(settings: Settings) -> chromadb.api.ClientAPI:
             headers=headers,
             settings=chroma_settings,
         )
+        _bound_requests(client, settings.chroma_timeout_s)
         client.heartbeat()
     except Exception as exc:  # chromadb raises ValueError/ConnectError/etc. depending on transport
         raise StoreUnavailable(
@@ -116,6 +117,17 @@ def _preflight(settings: Settings, headers: dict[str, str]) -> None:
             f"The Chroma server at {where} requires authentication (HTTP {response.status_code}): {sent}.",
             fix="Set RAG_CHROMA_TOKEN to the token that the server (or its auth proxy) expects.",
         )
+
+
+def _bound_requests(client: chromadb.api.ClientAPI, timeout_s: float) -> None:
+    """Give the HTTP client's session a timeout (chromadb creates it with none, so a hung server
+    would hang every query). A timeout is an ``httpx.TransportError``: ``VectorStore._call``
+    reconnects and retries once, then reports ``StoreUnavailable``."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, PREFLIGHT_TIMEOUT_S))
+    else:  # a chromadb release that moved it: say so rather than silently run unbounded
+        log.warning("Chroma client has no httpx session to bound; requests run without a timeout")
 
 
 def forget_client(settings: Settings) -> None:
