@@ -141,7 +141,7 @@ def _jsonl(rows: list[dict]) -> str:
 def import_kb(settings: Settings, path: str | Path, name: str | None = None) -> BackupSummary:
     from rag.kb import catalog_for, validate_kb_name
 
-    archive = read_archive(Path(path))
+    archive = read_archive(Path(path), max_bytes=int(settings.max_backup_mb * 1024 * 1024))
     name = validate_kb_name(name or archive.manifest["kb"]["name"])
     catalog = catalog_for(settings)
     with writer.write_lock(settings, name):
@@ -237,10 +237,15 @@ def _patch_blob(blob: str, old_kb: str, new_kb: str, new_id: str) -> str:
 
 
 # -- reading and checking a file --------------------------------------------------------------
-def read_archive(path: Path) -> _Archive:
-    """Load and check a backup file; BackupError (naming the problem) when it isn't a sound one."""
+def read_archive(path: Path, max_bytes: int | None = None) -> _Archive:
+    """Load and check a backup file; BackupError (naming the problem) when it isn't a sound one.
+
+    ``max_bytes`` caps the unpacked size, checked on the zip's own entry sizes before anything is
+    read (zipfile never reads past an entry's declared size, so a zip bomb can't slip under it).
+    """
     try:
         with zipfile.ZipFile(path) as zf:
+            _check_size(path, zf, max_bytes)
             manifest = json.loads(zf.read("manifest.json"))
             _check_manifest(path, manifest)
             tables = {t: _read_jsonl(zf, f"catalog/{t}.jsonl") for t in TABLES}
@@ -253,6 +258,15 @@ def read_archive(path: Path) -> _Archive:
     archive = _Archive(manifest, tables, items, embeddings)
     _check_consistent(path, archive)
     return archive
+
+
+def _check_size(path: Path, zf: zipfile.ZipFile, max_bytes: int | None) -> None:
+    unpacked = sum(info.file_size for info in zf.infolist())
+    if max_bytes is not None and unpacked > max_bytes:
+        raise BackupError(
+            f"'{path}' unpacks to {unpacked / 2**20:.0f} MB; imports are capped at {max_bytes / 2**20:.0f} MB.",
+            fix="Raise RAG_MAX_BACKUP_MB if you trust this file and have the memory for it.",
+        )
 
 
 def _read_jsonl(zf: zipfile.ZipFile, member: str) -> list[dict]:

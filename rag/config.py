@@ -73,6 +73,9 @@ class Settings:
     max_pages: int = _f(2000, "Most pages accepted in one document.", affects=False)
     max_chunks_per_doc: int = _f(20000, "Most chunks one document may produce.", affects=False)
     max_query_chars: int = _f(2000, "Longest accepted question in characters.", affects=False)
+    max_backup_mb: float = _f(
+        4096.0, "Largest knowledge-base backup accepted for import, in MB once unpacked.", affects=False
+    )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

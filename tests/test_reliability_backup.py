@@ -216,6 +216,22 @@ def test_damaged_backups_are_refused_and_create_nothing(original, settings, tmp_
     assert catalog_for(target).kb_names() == []
 
 
+def test_a_backup_that_unpacks_past_the_cap_is_refused_before_it_is_read(original, settings, tmp_path):
+    good = tmp_path / "good.ragkb"
+    export_kb(original.settings, "orig", good)
+    bomb = tmp_path / "bomb.ragkb"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info))
+        dst.writestr("padding.bin", b"\0" * (64 * 2**20))  # 64 MB unpacked, ~64 KB on disk
+    assert bomb.stat().st_size < 2 * 2**20
+    target = settings.replace(home=tmp_path / "capped", max_backup_mb=32)
+    with pytest.raises(BackupError, match=r"unpacks to 6\d MB; imports are capped at 32 MB") as err:
+        import_kb(target, bomb, "restored")
+    assert "RAG_MAX_BACKUP_MB" in err.value.fix
+    assert import_kb(target, good, "restored").kb == "restored"  # the same cap lets a real one in
+
+
 def test_an_interrupted_import_leaves_nothing_and_can_be_repeated(original, settings, embedder, tmp_path, monkeypatch):
     path = tmp_path / "orig.ragkb"
     export_kb(original.settings, "orig", path)
