@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from rag.config import Settings
+from rag.eval.beir import BeirDoc, beir_document
 from rag.ingest.pipeline import UploadItem
 
 
@@ -26,12 +27,8 @@ def load_items(path: Path, limit: int = 0) -> list[UploadItem]:
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 rec = json.loads(line)
-                body = (
-                    f"# {rec.get('title', '').strip()}\n\n{rec.get('text', '')}"
-                    if rec.get("title")
-                    else rec.get("text", "")
-                )
-                items.append(UploadItem(f"{rec['_id']}.md", body.encode("utf-8")))
+                name, body = beir_document(str(rec["_id"]), BeirDoc(str(rec.get("title") or ""), rec.get("text", "")))
+                items.append(UploadItem(name, body))
                 if limit and len(items) >= limit:
                     break
     else:
@@ -58,7 +55,7 @@ def run(path: Path, limit: int = 0) -> dict[str, float]:
     results = kb.ingest(items)
     t_ingest = time.perf_counter() - t0
     rss_ingest = _peak_rss_mb()
-    texts = [c.text for d in kb.documents() for c in kb.chunks(d.id)]
+    texts = [c.index_text for d in kb.documents() for c in kb.chunks(d.id)]  # what ingest embedded
     t0 = time.perf_counter()
     embedder.embed_texts(texts, batch_size=settings.embed_batch_size)
     t_raw = time.perf_counter() - t0
