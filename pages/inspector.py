@@ -8,6 +8,7 @@ from rag.charts import rank_flow_figure, score_figure, timings_figure
 from rag.chatview import INSPECTOR_CONVERSATION, answer_markdown, outcome
 from rag.highlight import md_escape
 from rag.ledger import (
+    bm25_label,
     diff_summary,
     filter_ledger,
     ledger_columns,
@@ -99,7 +100,7 @@ def _header(turn, trace) -> None:
     rr = trace.reranker
     lines = [
         f"dense score: cosine from `{trace.embedder.model}`",
-        "BM25 score: `bm25s`",
+        f"BM25 score: {bm25_label(trace.settings)}",
         f"RRF score: reciprocal rank fusion, k = {trace.settings.get('rrf_k', '?')}",
         f"rerank score: `{rr.backend}:{rr.model}`",
     ]

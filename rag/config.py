@@ -56,6 +56,9 @@ class Settings:
     chunk_overlap: int = _f(120, "Characters shared by consecutive chunks of one section.")
     # --- retrieval ---
     recall_k: int = _f(20, "Candidates taken from each of dense and BM25 per query.")
+    bm25_doc_weight: float = _f(
+        1.0, "BM25 chunk score + this x its document's BM25 score (passage + document evidence); 0 = chunk only."
+    )
     rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
     top_n: int = _f(5, "Candidates kept after reranking.")
     rerank_threshold: float = _f(

@@ -272,7 +272,7 @@ class KnowledgeBase:
     def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
         check_query(query, self.settings, allow_empty=True)
         index = self.bm25()
-        found = index.search(query, k, doc_ids)
+        found = index.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         chunks = self.get_chunks([h.chunk_id for h in found])
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
 

@@ -46,6 +46,13 @@ PREVIEW_CHARS = 160
 TIMING_ORDER = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total")
 
 
+def bm25_label(settings: dict) -> str:
+    """What produced a trace's BM25 scores (``settings`` as stored in the trace)."""
+    weight = float(settings.get("bm25_doc_weight", 0.0) or 0.0)
+    how = f"chunk score + {weight:g} x document score" if weight else "chunk score"
+    return f"bm25s (Lucene BM25, k1 1.5, b 0.75): {how}"
+
+
 def ledger_columns(trace: Trace) -> dict[str, tuple[str, str, str]]:
     """column -> (header, number format or '' for text, help); the help names the model behind each score."""
     return {
@@ -55,7 +62,7 @@ def ledger_columns(trace: Trace) -> dict[str, tuple[str, str, str]]:
         "dense_rank": ("dense #", "int", ""),
         "dense_score": ("dense score", "%.3f", f"Cosine similarity from {trace.embedder.model}"),
         "bm25_rank": ("BM25 #", "int", ""),
-        "bm25_score": ("BM25 score", "%.2f", "BM25 (bm25s)"),
+        "bm25_score": ("BM25 score", "%.2f", bm25_label(trace.settings)),
         "rrf_rank": ("RRF #", "int", ""),
         "rrf_score": ("RRF score", "%.4f", "Reciprocal Rank Fusion over all queries and both retrievers"),
         "rerank_rank": ("rerank #", "int", ""),

@@ -90,7 +90,7 @@ class FakeKB:
                 pos += len(text) + 1
         self.by_id = {r.id: r for r in self.records}
         if self.vectors is None:
-            self.vectors = self.embedder.embed_texts([r.text for r in self.records])
+            self.vectors = self.embedder.embed_texts([r.index_text for r in self.records])
         self.bm25 = BM25Index.build(((r.id, r.index_text) for r in self.records), version=1)
 
     def dense_search(self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
@@ -106,7 +106,10 @@ class FakeKB:
         return [Hit(self.records[i], float(sims[i])) for i in top]
 
     def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
-        return [Hit(self.by_id[h.chunk_id], h.score) for h in self.bm25.search(query, k, doc_ids)]
+        return [
+            Hit(self.by_id[h.chunk_id], h.score)
+            for h in self.bm25.search(query, k, doc_ids, self.settings.bm25_doc_weight)
+        ]
 
     def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
         if not (doc_ids or tags or date_from or date_to):

@@ -3,6 +3,13 @@
 The index is stamped with the catalog's ``index_version`` it was built from; a
 missing or stale index is rebuilt from the chunk texts on first use, so a second
 app instance (or a crash between publish and rebuild) never serves stale results.
+
+Beside the chunk index it keeps one over whole documents (each document's chunk tokens
+together). A chunk that matches the query scores ``chunk BM25 + doc_weight x document BM25``:
+passage evidence plus document evidence (Callan 1994), so that a chunk of a document that is
+about the query as a whole outranks an equally matching chunk of one that only mentions it.
+On SciFact train this lifts nDCG@10 from 0.684 (chunks alone) to 0.697, above BM25 over whole
+abstracts (0.693); ``doc_weight`` 1.0 was the best of 0, 0.25, 0.5, 1, 2 there.
 """
 
 from __future__ import annotations
@@ -27,6 +34,14 @@ log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
+FORMAT = 2  # 2: chunk index + document index
+
+
+def doc_of(chunk_id: str) -> str:
+    """The document id of a chunk id (``doc:rev:page:idx``)."""
+    return chunk_id.rsplit(":", 3)[0]
+
+
 @dataclass(frozen=True)
 class SparseHit:
     chunk_id: str
@@ -36,40 +51,54 @@ class SparseHit:
 class BM25Index:
     """Immutable once built; ``search`` is thread-safe."""
 
-    def __init__(self, retriever: bm25s.BM25 | None, ids: list[str], version: int) -> None:
+    def __init__(
+        self, retriever: bm25s.BM25 | None, ids: list[str], version: int, docs: bm25s.BM25 | None = None
+    ) -> None:
         self._retriever = retriever
+        self._docs = docs  # one row per document, in order of first appearance in ``ids``
         self.ids = ids
         self.version = version
+        owners = [doc_of(cid) for cid in ids]
+        rows = {d: i for i, d in enumerate(dict.fromkeys(owners))}
+        self._chunk_doc = np.array([rows[d] for d in owners], dtype=np.int64)
         self._doc_rows: dict[str, list[int]] | None = None  # built on the first filtered search
 
     def _rows_of(self, doc_ids: set[str]) -> list[int]:
         if self._doc_rows is None:
             rows: dict[str, list[int]] = {}
-            for i, cid in enumerate(self.ids):  # ids are doc:rev:page:idx
-                rows.setdefault(cid.rsplit(":", 3)[0], []).append(i)
+            for i, cid in enumerate(self.ids):
+                rows.setdefault(doc_of(cid), []).append(i)
             self._doc_rows = rows
         return [i for d in doc_ids for i in self._doc_rows.get(d, ())]
 
     @classmethod
     def build(cls, items: Iterable[tuple[str, str]], version: int) -> BM25Index:
         ids, tokens = [], []
+        doc_tokens: dict[str, list[str]] = {}
         for chunk_id, text in items:
             ids.append(chunk_id)
             tokens.append(tokenize(text))
+            doc_tokens.setdefault(doc_of(chunk_id), []).extend(tokens[-1])
         if not ids:
             return cls(None, [], version)
         retriever = bm25s.BM25()  # Lucene variant, k1=1.5, b=0.75
         retriever.index(tokens, show_progress=False)
-        return cls(retriever, ids, version)
+        docs = bm25s.BM25()
+        docs.index(list(doc_tokens.values()), show_progress=False)
+        return cls(retriever, ids, version, docs)
 
-    def search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[SparseHit]:
-        """The ``k`` best chunks with a positive score, only from ``doc_ids`` when given."""
+    def search(self, query: str, k: int, doc_ids: set[str] | None = None, doc_weight: float = 0.0) -> list[SparseHit]:
+        """The ``k`` best chunks with a positive score, only from ``doc_ids`` when given; with
+        ``doc_weight`` a matching chunk's score adds that share of its document's score."""
         if self._retriever is None or k <= 0:
             return []
         q = tokenize(query)
         if not q or not any(t in self._retriever.vocab_dict for t in q):
             return []
         scores = self._retriever.get_scores(q)
+        if doc_weight and self._docs is not None:
+            doc_scores = self._docs.get_scores(q)[self._chunk_doc]
+            scores = np.where(scores > 0, scores + doc_weight * doc_scores, 0.0).astype(scores.dtype)
         if doc_ids is not None:
             mask = np.zeros(len(self.ids), dtype=scores.dtype)
             mask[self._rows_of(doc_ids)] = 1
@@ -89,7 +118,10 @@ class BM25Index:
         tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=directory.parent))
         if self._retriever is not None:
             self._retriever.save(str(tmp), show_progress=False)
-        (tmp / "ragscope.json").write_text(json.dumps({"version": self.version, "ids": self.ids}))
+        if self._docs is not None:
+            self._docs.save(str(tmp / "docs"), show_progress=False)
+        meta = {"format": FORMAT, "version": self.version, "ids": self.ids}
+        (tmp / "ragscope.json").write_text(json.dumps(meta))
         old = directory.with_name(directory.name + ".old")
         with _dir_lock(directory, fcntl.LOCK_EX):
             shutil.rmtree(old, ignore_errors=True)
@@ -110,11 +142,17 @@ class BM25Index:
         try:
             with _dir_lock(directory, fcntl.LOCK_SH):
                 meta = json.loads((directory / "ragscope.json").read_text())
-                retriever = bm25s.BM25.load(str(directory), show_progress=False) if meta["ids"] else None
+                if meta.get("format") != FORMAT:
+                    log.info("BM25 index at %s is an older format; it will be rebuilt", directory)
+                    return None
+                retriever = docs = None
+                if meta["ids"]:
+                    retriever = bm25s.BM25.load(str(directory), show_progress=False)
+                    docs = bm25s.BM25.load(str(directory / "docs"), show_progress=False)
         except (OSError, ValueError, KeyError) as exc:
             log.warning("BM25 index at %s unreadable (%s); it will be rebuilt", directory, exc)
             return None
-        return cls(retriever, list(meta["ids"]), int(meta["version"]))
+        return cls(retriever, list(meta["ids"]), int(meta["version"]), docs)
 
 
 @contextmanager
