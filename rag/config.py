@@ -62,7 +62,7 @@ class Settings:
     rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
     top_n: int = _f(5, "Candidates kept after reranking.")
     rerank_threshold: float = _f(
-        0.5, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo)."
+        0.59, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo)."
     )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")

@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     heading_path TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (kb, id)
 );
+CREATE INDEX IF NOT EXISTS revisions_by_state ON revisions (kb, state);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (kb, doc_id, revision, idx);
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY,

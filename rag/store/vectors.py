@@ -205,7 +205,7 @@ class VectorStore:
 
     def query(self, vec: np.ndarray, k: int, where: dict | None = None) -> list[tuple[str, str, dict, float]]:
         """(chunk id, text, metadata, cosine similarity), best first."""
-        if k <= 0 or self.count() == 0:
+        if k <= 0:  # an empty collection answers an empty list; no count() round trip per query
             return []
         res = self._call(
             "query",
