@@ -67,6 +67,9 @@ class Settings:
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")
+    evidence_min_score: float = _f(
+        0.1, "Kept candidates with a calibrated rerank score under this are not evidence (the best always is)."
+    )
     evidence_budget_chars: int = _f(6000, "Character budget for evidence including neighbour expansion.")
     support_threshold: float = _f(
         0.54, "Minimum support score for a cited sentence (calibrated: `python -m rag calibrate-support`)."

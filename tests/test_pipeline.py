@@ -38,7 +38,12 @@ def kb():
             "2024-07-01",
         ),
     ]
-    return FakeKB("fake", docs, HashEmbedder(), settings=Settings(recall_k=4, top_n=3, rerank_threshold=0.0))
+    return FakeKB(
+        "fake",
+        docs,
+        HashEmbedder(),
+        settings=Settings(recall_k=4, top_n=3, rerank_threshold=0.0, evidence_min_score=0.0),
+    )
 
 
 def test_trace_has_every_candidate_with_all_ranks(kb):
@@ -56,6 +61,26 @@ def test_trace_has_every_candidate_with_all_ranks(kb):
     assert t.fallback.action is FallbackAction.ANSWER
     assert t.queries[0].kind == "original" and t.queries[0].dense_ids and t.queries[0].sparse_ids
     assert Trace.from_json(t.to_json()).to_json() == t.to_json()
+
+
+@pytest.mark.parametrize("floor", [0.0, 0.5, 1.0])
+def test_weak_candidates_under_the_evidence_floor_are_not_evidence(kb, floor):
+    """Kept (top_n) candidates whose calibrated score is under ``evidence_min_score`` are dropped
+    as THRESHOLD; the best one stays whatever the floor."""
+    settings = kb.settings.replace(evidence_min_score=floor, evidence_budget_chars=100_000)
+    t = retrieve(kb, "How many days of paid annual leave do employees get?", settings)
+    kept = sorted(
+        (c for c in t.candidates if c.rerank_rank and c.rerank_rank <= settings.top_n), key=lambda c: c.rerank_rank
+    )
+    best, rest = kept[0], kept[1:]
+    assert best.final_rank is not None
+    for c in rest:
+        if c.rerank_score < floor:
+            assert c.dropped_by is Dropped.THRESHOLD and c.final_rank is None
+        else:
+            assert c.dropped_by in (None, Dropped.DEDUPE)
+    if floor == 1.0:
+        assert [c.chunk_id for c in t.evidence() if not c.expanded_from] == [best.chunk_id]
 
 
 def test_identical_text_is_deduped(kb):

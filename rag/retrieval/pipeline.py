@@ -198,6 +198,11 @@ def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decis
     pool = {c.chunk_id: c for c in cands}
     t = time.perf_counter()
     if decision.action is FallbackAction.ANSWER:
+        if ranked.calibrated:  # a probability floor means something only for calibrated scores
+            for c in top[1:]:  # the best one passed the threshold: it always stays
+                if (c.rerank_score or 0.0) < settings.evidence_min_score:
+                    c.dropped_by = Dropped.THRESHOLD
+            top = [c for c in top if c.dropped_by is None]
         evidence.shape(top, settings.evidence_budget_chars, kb.neighbours, pool)
     else:
         for c in top:
