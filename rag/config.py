@@ -43,7 +43,7 @@ class Settings:
     embed_model: str = _f(BUNDLED_EMBEDDER, "Embedder: 'bundled:all-MiniLM-L6-v2', a local path, or a hub id.")
     embed_batch_size: int = _f(64, "Chunks per embedding batch during ingest.", affects=False)
     device: str = _f("cpu", "Torch device for local models.", affects=False)
-    reranker: str = _f("default", "Rerank backend: default | dense | none | flag | cross-encoder.")
+    reranker: str = _f("default", "Rerank backend: default | e5 | dense | none | flag | cross-encoder.")
     reranker_model: str = _f("", "Model path or hub id for the flag / cross-encoder backends.")
     llm: str = _f("none", "Answer generator: none (extractive) | llama-cpp | openai | scripted (tests).")
     llm_model: str = _f("", "GGUF path (llama-cpp; empty = bundled SmolLM2) or model name (openai).")

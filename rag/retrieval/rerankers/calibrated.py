@@ -63,12 +63,30 @@ FEATURES: dict[str, Feature] = {
 }
 
 
-def feature_matrix(names: Sequence[str], cands: Sequence[Fused], cos: np.ndarray) -> np.ndarray:
-    unknown = [n for n in names if n not in FEATURES]
+def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.arange(1, len(values) + 1)
+    return 1.0 / ranks
+
+
+# Features over a second model's cosines (``extra["e5"]``, the `e5` backend).
+EXTRA_FEATURES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
+    "e5_cos": lambda x: x["e5"],
+    "e5_gap": lambda x: x["e5"] - x["e5"].max(),
+    "rr_e5": lambda x: _reciprocal_rank(x["e5"]),
+}
+
+
+def feature_matrix(
+    names: Sequence[str], cands: Sequence[Fused], cos: np.ndarray, extra: dict[str, np.ndarray] | None = None
+) -> np.ndarray:
+    unknown = [n for n in names if n not in FEATURES and n not in EXTRA_FEATURES]
     if unknown:
-        raise ValueError(f"unknown reranker features {unknown}; known: {sorted(FEATURES)}")
+        raise ValueError(f"unknown reranker features {unknown}; known: {sorted(FEATURES) + sorted(EXTRA_FEATURES)}")
     cos = np.asarray(cos, dtype=np.float64)
-    return np.stack([FEATURES[n](cands, cos) for n in names], axis=1)
+    extra = {k: np.asarray(v, dtype=np.float64) for k, v in (extra or {}).items()}
+    return np.stack([FEATURES[n](cands, cos) if n in FEATURES else EXTRA_FEATURES[n](extra) for n in names], axis=1)
 
 
 def probability(cal: Calibration, x: np.ndarray) -> np.ndarray:

@@ -56,14 +56,17 @@ class Calibration:
         }
 
 
-@lru_cache(maxsize=1)
-def load_calibration() -> Calibration:
-    text = resources.files("rag.retrieval.rerankers").joinpath(CALIBRATION_FILE).read_text()
+E5_CALIBRATION_FILE = "calibration-e5.json"  # the `e5` backend (fit with --backend e5)
+
+
+@lru_cache(maxsize=4)
+def load_calibration(file: str = CALIBRATION_FILE) -> Calibration:
+    text = resources.files("rag.retrieval.rerankers").joinpath(file).read_text()
     return Calibration.from_dict(json.loads(text))
 
 
-def save_calibration(cal: Calibration, path: Path | None = None) -> Path:
-    path = path or Path(str(resources.files("rag.retrieval.rerankers").joinpath(CALIBRATION_FILE)))
+def save_calibration(cal: Calibration, path: Path | None = None, file: str = CALIBRATION_FILE) -> Path:
+    path = path or Path(str(resources.files("rag.retrieval.rerankers").joinpath(file)))
     path.write_text(json.dumps(cal.to_dict(), indent=2) + "\n")
     load_calibration.cache_clear()
     return path

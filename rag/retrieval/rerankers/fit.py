@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
@@ -28,7 +28,12 @@ from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context
 from rag.retrieval.recall import Recall
 from rag.retrieval.rerankers.base import query_cosines
 from rag.retrieval.rerankers.calibrated import feature_matrix
-from rag.retrieval.rerankers.calibration import Calibration, save_calibration
+from rag.retrieval.rerankers.calibration import (
+    CALIBRATION_FILE,
+    E5_CALIBRATION_FILE,
+    Calibration,
+    save_calibration,
+)
 from rag.retrieval.rewrite import rewrite
 
 FEATURE_SETS = [
@@ -40,6 +45,13 @@ FEATURE_SETS = [
     ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse", "doc_bm25_sum"),
     ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse", "doc_bm25_sum", "doc_max_cos"),
 ]
+BASE = ("cos", "cos_gap", "bm25_rel", "rr_dense", "rr_sparse")
+E5_FEATURE_SETS = [
+    (*BASE, "e5_cos"),
+    (*BASE, "e5_cos", "e5_gap"),
+    (*BASE, "e5_cos", "e5_gap", "rr_e5"),
+    ("cos", "cos_gap", "bm25_rel", "e5_cos", "e5_gap"),
+]
 REFINE = 4  # feature sets (best by logistic regression) refined listwise
 
 
@@ -50,13 +62,20 @@ class Pool:
     cos: np.ndarray
     docs: list[str]  # BEIR id of each candidate
     qrels: dict[str, int]
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # a second model's cosines (e5)
+
+    def features(self, names: tuple[str, ...]) -> np.ndarray:
+        return feature_matrix(names, self.cands, self.cos, getattr(self, "extra", None))
 
     def labels(self) -> np.ndarray:
         return np.array([1 if self.qrels.get(d, 0) > 0 else 0 for d in self.docs])
 
     def without_gold(self) -> Pool:
         keep = [i for i, d in enumerate(self.docs) if self.qrels.get(d, 0) <= 0]
-        return Pool(self.qid, [self.cands[i] for i in keep], self.cos[keep], [self.docs[i] for i in keep], self.qrels)
+        extra = {k: v[keep] for k, v in getattr(self, "extra", {}).items()}
+        return Pool(
+            self.qid, [self.cands[i] for i in keep], self.cos[keep], [self.docs[i] for i in keep], self.qrels, extra
+        )
 
 
 def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0) -> list[Pool]:
@@ -89,7 +108,7 @@ def ndcg10(pools: list[Pool], score) -> float:
 def fit_logreg(pools: list[Pool], names: tuple[str, ...]) -> tuple[np.ndarray, float]:
     from sklearn.linear_model import LogisticRegression
 
-    x = np.concatenate([feature_matrix(names, p.cands, p.cos) for p in pools])
+    x = np.concatenate([p.features(names) for p in pools])
     y = np.concatenate([p.labels() for p in pools])
     model = LogisticRegression(C=1.0, max_iter=2000).fit(x, y)
     return model.coef_[0], float(model.intercept_[0])
@@ -101,7 +120,7 @@ CA_STEPS = (0.5, 0.25, 0.1, 0.05)
 def coordinate_ascent(pools: list[Pool], names: tuple[str, ...], w0: np.ndarray, rounds: int = 3) -> np.ndarray:
     """Refine weights for nDCG@10 directly (Metzler & Croft 2007, as in RankLib): one weight at a
     time, try +-step, keep any gain. Starts from ``w0`` scaled so the first weight is 1."""
-    xs = {p.qid: feature_matrix(names, p.cands, p.cos) for p in pools}
+    xs = {p.qid: p.features(names) for p in pools}
     w = np.asarray(w0, dtype=np.float64) / max(abs(w0[0]), 1e-9)
 
     def score(v: np.ndarray) -> float:
@@ -127,7 +146,7 @@ def platt(pools: list[Pool], names: tuple[str, ...], w: np.ndarray) -> tuple[np.
     """Scale and shift the linear score ``x @ w`` into a probability (logistic fit on the labels)."""
     from sklearn.linear_model import LogisticRegression
 
-    s = np.concatenate([feature_matrix(names, p.cands, p.cos) @ w for p in pools]).reshape(-1, 1)
+    s = np.concatenate([p.features(names) @ w for p in pools]).reshape(-1, 1)
     y = np.concatenate([p.labels() for p in pools])
     model = LogisticRegression(C=1.0, max_iter=2000).fit(s, y)
     return w * float(model.coef_[0][0]), float(model.intercept_[0])
@@ -144,18 +163,20 @@ def best_threshold(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
 
 
 def _prob(names, w, b, p: Pool) -> np.ndarray:
-    z = feature_matrix(names, p.cands, p.cos) @ w + b
+    z = p.features(names) @ w + b
     return 1.0 / (1.0 + np.exp(-z))
 
 
 def measure(
-    pools: list[Pool], out=print, only: tuple[str, ...] = ()
+    pools: list[Pool], out=print, only: tuple[str, ...] = (), sets: list[tuple[str, ...]] = FEATURE_SETS
 ) -> tuple[tuple[str, ...], np.ndarray, float, dict]:
     """nDCG@10 on ``pools`` of every candidate; returns the chosen (features, weights, bias, table)."""
     table = {"none (RRF order)": ndcg10(pools, lambda p: -np.array([c.fused_rank for c in p.cands], float))}
     table["dense cosine"] = ndcg10(pools, lambda p: p.cos)
+    if pools and "e5" in getattr(pools[0], "extra", {}):
+        table["e5 cosine"] = ndcg10(pools, lambda p: p.extra["e5"])
     fits = {}
-    for names in FEATURE_SETS:
+    for names in sets:
         w, b = fit_logreg(pools, names)
         fits["logreg " + "+".join(names)] = (names, w, b)
     by_lr = sorted(fits, key=lambda k: -ndcg10(pools, lambda p, f=fits[k]: _prob(*f, p)))
@@ -185,6 +206,18 @@ def _cached_pools(path: str | None, make) -> list[Pool]:
     return pools
 
 
+def add_e5(pools: list[Pool], data_dir: str, split: str, settings: Settings) -> None:
+    """Attach e5-small's cosine for every candidate (through the backend's passage cache)."""
+    from rag.retrieval.rerankers import e5_encoder
+
+    encoder = e5_encoder(settings)
+    queries = load_beir(data_dir, split, load_corpus=False).queries
+    for i, p in enumerate(pools, 1):
+        p.extra = {"e5": encoder.cosines(queries[p.qid], [c.chunk.index_text for c in p.cands])}
+        if i % 100 == 0:
+            print(f"  e5: {i}/{len(pools)} queries")
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data_dir")
@@ -196,6 +229,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--threshold", type=float, default=None, help="use this threshold (say why in --why)")
     ap.add_argument("--why", default="", help="the reason for --features / --threshold, kept in calibration.json")
     ap.add_argument("--cache", default=None, help="pickle file to keep the collected pools in (reused when present)")
+    ap.add_argument("--backend", choices=("default", "e5"), default="default", help="which calibration to fit")
     args = ap.parse_args(argv)
     if args.split == "test":
         raise SystemExit("fit on train only; test is for reporting")
@@ -226,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
 
     pools = _cached_pools(args.cache, fresh)
     print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
-    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f))
+    sets, file = FEATURE_SETS, CALIBRATION_FILE
+    if args.backend == "e5":
+        add_e5(pools, args.data_dir, args.split, settings)
+        sets, file = FEATURE_SETS[3:4] + E5_FEATURE_SETS, E5_CALIBRATION_FILE
+    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f), sets=sets)
     dense_w, dense_b = fit_logreg(pools, ("cos",))
     thr, note = _threshold(pools, names, w, b, args)
     print(f"chosen {'+'.join(names)}; {note}")
@@ -248,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
             "choice": args.why or "best nDCG@10 on train",
             "settings": f"recall_k={settings.recall_k} rrf_k={settings.rrf_k} chunk_size={settings.chunk_size}",
             "train_ndcg10": {k: round(v, 4) for k, v in table.items()},
-            "command": "python -m rag.retrieval.rerankers.fit DATA_DIR --split train --write",
+            "command": f"python -m rag.retrieval.rerankers.fit DATA_DIR --split train --backend {args.backend} --write",
             "date": datetime.now(UTC).date().isoformat(),
         },
     )
     if args.write:
-        print(f"wrote {save_calibration(cal)}")
+        print(f"wrote {save_calibration(cal, file=file)}")
     return 0
 
 
