@@ -10,7 +10,7 @@ from rag.ingest.safety import SUPPORTED_EXTENSIONS
 
 appkit.page_setup()
 
-STAGES = ["parse", "chunk", "embed", "done"]
+STAGES = ["parse", "chunk", "embed", "write", "done"]
 PREVIEW_PAGE = 10  # chunks per preview page
 
 st.title("Upload")

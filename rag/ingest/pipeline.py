@@ -13,12 +13,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rag.errors import LimitExceeded, RagError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.parsers import parse_file
 from rag.ingest.safety import check_upload, safe_name
 from rag.records import ChunkRecord, ParsedDocument
 from rag.store.catalog import now
+
+WRITE_BATCH = 4096  # vectors per vector-store add (bounded request size in server mode)
 
 log = logging.getLogger(__name__)
 
@@ -168,17 +172,28 @@ def register_writing(kb, preps: list[_Prepared]) -> str:
 
 
 def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
-    """Embed every chunk of the batch in large batches and add them to the vector store."""
-    chunks = [c for p in preps for c in p.chunks]
+    """Embed every chunk of the batch, then add them all to the vector store.
+
+    Chunks go shortest first, so each encoder batch holds texts of about one length and pads
+    little (what one big ``encode`` call would do), while progress still moves step by step.
+    The store is written after the encoder is done: Chroma's indexing work after an add would
+    otherwise compete with the encoder for the CPU (the vectors of even a large batch are a
+    few MB)."""
+    chunks = sorted((c for p in preps for c in p.chunks), key=lambda c: len(c.index_text))
     owner = {c.id: p.item.name for p in preps for c in p.chunks}
     step = max(kb.settings.embed_batch_size * 8, 256)
+    vecs = []
     for i in range(0, len(chunks), step):
         part = chunks[i : i + step]
-        vecs = kb.embedder.embed_texts([c.index_text for c in part], batch_size=kb.settings.embed_batch_size)
-        kb.vectors.add(part, vecs)
+        vecs.append(kb.embedder.embed_texts([c.index_text for c in part], batch_size=kb.settings.embed_batch_size))
         done = min(i + step, len(chunks)) / max(len(chunks), 1)
         for name in {owner[c.id] for c in part}:
             progress(name, "embed", done)
+    matrix = np.concatenate(vecs) if vecs else np.zeros((0, kb.embedder.dim), np.float32)
+    for i in range(0, len(chunks), WRITE_BATCH):
+        kb.vectors.add(chunks[i : i + WRITE_BATCH], matrix[i : i + WRITE_BATCH])
+        for name in {owner[c.id] for c in chunks[i : i + WRITE_BATCH]}:
+            progress(name, "write", min(i + WRITE_BATCH, len(chunks)) / len(chunks))
 
 
 def publish(kb, preps: list[_Prepared], job_id: str) -> None:
