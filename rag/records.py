@@ -96,6 +96,11 @@ class ChunkRecord:
     def make_id(doc_id: str, revision: int, page: int, idx: int) -> str:
         return f"{doc_id}:{revision}:{page}:{idx}"
 
+    @staticmethod
+    def doc_of(chunk_id: str) -> str:
+        """The document id inside a chunk id (``doc:rev:page:idx``)."""
+        return chunk_id.rsplit(":", 3)[0]
+
     @property
     def index_text(self) -> str:
         """The text embedded and BM25-indexed for this chunk (see :func:`index_text`)."""

@@ -27,7 +27,7 @@ from typing import NamedTuple, Protocol
 
 from rag.errors import GoldSetError
 from rag.eval.goldset import GoldItem, GoldSet, Passage
-from rag.records import ParsedDocument
+from rag.records import ChunkRecord, ParsedDocument
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def relevant_doc_grades(item: GoldItem, aliases: Mapping[str, str] | None = None
     aliases = aliases or {}
     grades: dict[str, int] = {}
     pairs = [(doc, 1) for doc in item.expected_docs]
-    pairs += [(p.doc or p.chunk_id.rsplit(":", 3)[0], p.grade) for p in item.relevant]
+    pairs += [(p.doc or ChunkRecord.doc_of(p.chunk_id), p.grade) for p in item.relevant]
     for doc, grade in pairs:
         key = aliases.get(doc, doc)
         grades[key] = max(grades.get(key, 0), grade)

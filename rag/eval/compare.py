@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.eval.results import LEVELS, STAGES, EvalRun, QuestionResult
+from rag.records import ChunkRecord
 
 TIE_TOLERANCE = 1e-9
 
@@ -172,15 +173,11 @@ def _is_relevant(result: QuestionResult, chunk_id: str) -> bool:
     ids, names = _doc_keys(result.chunks.get("evidence", [])), result.docs.get("evidence", [])
     # documents are listed in order of their first chunk, so first-seen doc ids pair with names
     doc_of = dict(zip(ids, names, strict=True)) if len(ids) == len(names) else {}
-    return result.relevant_docs.get(doc_of.get(_doc_key(chunk_id), ""), 0) > 0
-
-
-def _doc_key(chunk_id: str) -> str:
-    return chunk_id.rsplit(":", 3)[0]
+    return result.relevant_docs.get(doc_of.get(ChunkRecord.doc_of(chunk_id), ""), 0) > 0
 
 
 def _doc_keys(chunk_ids: list[str]) -> list[str]:
-    return list(dict.fromkeys(_doc_key(c) for c in chunk_ids))
+    return list(dict.fromkeys(ChunkRecord.doc_of(c) for c in chunk_ids))
 
 
 def _pick_level(a: EvalRun, b: EvalRun) -> str:

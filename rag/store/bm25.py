@@ -28,6 +28,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
+from rag.records import ChunkRecord
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -35,11 +36,6 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
 FORMAT = 2  # 2: chunk index + document index
-
-
-def doc_of(chunk_id: str) -> str:
-    """The document id of a chunk id (``doc:rev:page:idx``)."""
-    return chunk_id.rsplit(":", 3)[0]
 
 
 @dataclass(frozen=True)
@@ -58,7 +54,7 @@ class BM25Index:
         self._docs = docs  # one row per document, in order of first appearance in ``ids``
         self.ids = ids
         self.version = version
-        owners = [doc_of(cid) for cid in ids]
+        owners = [ChunkRecord.doc_of(cid) for cid in ids]
         rows = {d: i for i, d in enumerate(dict.fromkeys(owners))}
         self._chunk_doc = np.array([rows[d] for d in owners], dtype=np.int64)
         self._doc_rows: dict[str, list[int]] | None = None  # built on the first filtered search
@@ -67,7 +63,7 @@ class BM25Index:
         if self._doc_rows is None:
             rows: dict[str, list[int]] = {}
             for i, cid in enumerate(self.ids):
-                rows.setdefault(doc_of(cid), []).append(i)
+                rows.setdefault(ChunkRecord.doc_of(cid), []).append(i)
             self._doc_rows = rows
         return [i for d in doc_ids for i in self._doc_rows.get(d, ())]
 
@@ -78,7 +74,7 @@ class BM25Index:
         for chunk_id, text in items:
             ids.append(chunk_id)
             tokens.append(tokenize(text))
-            doc_tokens.setdefault(doc_of(chunk_id), []).extend(tokens[-1])
+            doc_tokens.setdefault(ChunkRecord.doc_of(chunk_id), []).extend(tokens[-1])
         if not ids:
             return cls(None, [], version)
         retriever = bm25s.BM25()  # Lucene variant, k1=1.5, b=0.75
