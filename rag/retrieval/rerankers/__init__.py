@@ -9,6 +9,7 @@ failed); an unknown name raises.
 from __future__ import annotations
 
 import logging
+import threading
 
 from rag.config import Settings
 from rag.errors import ConfigError
@@ -54,14 +55,16 @@ def make_reranker(settings: Settings, vectors: VectorSource, embedder_id: str) -
 
 
 _encoders: dict[str, E5Encoder] = {}
+_encoders_lock = threading.Lock()
 
 
 def e5_encoder(settings: Settings) -> E5Encoder:
     """One engine per data directory (its passage cache lives there)."""
     cache = settings.home / "cache"
-    if str(cache) not in _encoders:
-        _encoders[str(cache)] = E5Encoder(cache)
-    return _encoders[str(cache)]
+    with _encoders_lock:
+        if str(cache) not in _encoders:
+            _encoders[str(cache)] = E5Encoder(cache)
+        return _encoders[str(cache)]
 
 
 def _e5_backend(settings: Settings, vectors: VectorSource, embedder_id: str) -> Reranker:

