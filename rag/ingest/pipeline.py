@@ -174,12 +174,14 @@ def register_writing(kb, preps: list[_Prepared]) -> str:
 def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
     """Embed every chunk of the batch, then add them all to the vector store.
 
-    Chunks go shortest first, so each encoder batch holds texts of about one length and pads
-    little (what one big ``encode`` call would do), while progress still moves step by step.
+    Chunks go longest first, so each encoder batch holds texts of about one length and pads
+    little, and the biggest buffers are allocated first and then reused (the order one big
+    sentence-transformers ``encode`` call uses; shortest first measured ~4% slower), while
+    progress still moves step by step.
     The store is written after the encoder is done: Chroma's indexing work after an add would
     otherwise compete with the encoder for the CPU (the vectors of even a large batch are a
     few MB)."""
-    chunks = sorted((c for p in preps for c in p.chunks), key=lambda c: len(c.index_text))
+    chunks = sorted((c for p in preps for c in p.chunks), key=lambda c: -len(c.index_text))
     owner = {c.id: p.item.name for p in preps for c in p.chunks}
     step = max(kb.settings.embed_batch_size * 8, 256)
     vecs = []
