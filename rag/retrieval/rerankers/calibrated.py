@@ -75,6 +75,9 @@ EXTRA_FEATURES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "e5_cos": lambda x: x["e5"],
     "e5_gap": lambda x: x["e5"] - x["e5"].max(),
     "rr_e5": lambda x: _reciprocal_rank(x["e5"]),
+    # e5's cosines sit in a narrow band (~0.75-0.9) whose position moves from query to query;
+    # the z-score says how far a candidate stands out from this query's pool.
+    "e5_z": lambda x: _zscore(x["e5"], np.ones(len(x["e5"]), dtype=bool)),
 }
 
 

@@ -50,6 +50,8 @@ E5_FEATURE_SETS = [
     (*BASE, "e5_cos"),
     (*BASE, "e5_cos", "e5_gap"),
     (*BASE, "e5_cos", "e5_gap", "rr_e5"),
+    (*BASE, "e5_z", "rr_e5"),
+    (*BASE, "e5_cos", "e5_z", "rr_e5"),
     ("cos", "cos_gap", "bm25_rel", "e5_cos", "e5_gap"),
 ]
 REFINE = 4  # feature sets (best by logistic regression) refined listwise
@@ -167,10 +169,29 @@ def _prob(names, w, b, p: Pool) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
+def cross_validated(pools: list[Pool], names: tuple[str, ...], folds: int = 5, seed: int = 0) -> float:
+    """Mean nDCG@10 on held-out queries of the listwise fit made on the other folds."""
+    order = np.random.RandomState(seed).permutation(len(pools))
+    parts = np.array_split(order, folds)
+    total = 0.0
+    for f, held in enumerate(parts):
+        train = [pools[i] for j, part in enumerate(parts) if j != f for i in part]
+        w = coordinate_ascent(train, names, fit_logreg(train, names)[0])
+        total += ndcg10([pools[i] for i in held], lambda p, w=w: p.features(names) @ w) * len(held)
+    return total / max(len(pools), 1)
+
+
 def measure(
-    pools: list[Pool], out=print, only: tuple[str, ...] = (), sets: list[tuple[str, ...]] = FEATURE_SETS
+    pools: list[Pool],
+    out=print,
+    only: tuple[str, ...] = (),
+    sets: list[tuple[str, ...]] = FEATURE_SETS,
+    cv: bool = False,
 ) -> tuple[tuple[str, ...], np.ndarray, float, dict]:
-    """nDCG@10 on ``pools`` of every candidate; returns the chosen (features, weights, bias, table)."""
+    """nDCG@10 on ``pools`` of every candidate; returns the chosen (features, weights, bias, table).
+
+    With ``cv`` the listwise candidates are also scored by 5-fold cross-validation on the same
+    pools, and the choice goes by that held-out figure instead of the in-sample one."""
     table = {"none (RRF order)": ndcg10(pools, lambda p: -np.array([c.fused_rank for c in p.cands], float))}
     table["dense cosine"] = ndcg10(pools, lambda p: p.cos)
     if pools and "e5" in getattr(pools[0], "extra", {}):
@@ -185,12 +206,19 @@ def measure(
         fits["listwise+platt " + "+".join(names)] = (names, *platt(pools, names, coordinate_ascent(pools, names, w)))
     for key, (names, w, b) in fits.items():
         table[key] = ndcg10(pools, lambda p, n=names, w=w, b=b: _prob(n, w, b, p))
+    held_out = {}
+    if cv:
+        for key in fits:
+            if key.startswith("listwise"):
+                held_out[key] = table["5-fold CV " + key] = cross_validated(pools, fits[key][0])
     for name, value in table.items():
         out(f"  {name:<90} nDCG@10 {value:.4f}")
     ok = [k for k in fits if table[k] >= table["none (RRF order)"] and (not only or fits[k][0] == only)]
+    if held_out and not only:
+        ok = [k for k in ok if k in held_out]
     if not ok:
         raise SystemExit("no candidate reaches the RRF order on train; keep reranker=none")
-    chosen = max(ok, key=lambda k: table[k])
+    chosen = max(ok, key=lambda k: held_out.get(k, table[k]))
     return *fits[chosen], table
 
 
@@ -230,6 +258,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--why", default="", help="the reason for --features / --threshold, kept in calibration.json")
     ap.add_argument("--cache", default=None, help="pickle file to keep the collected pools in (reused when present)")
     ap.add_argument("--backend", choices=("default", "e5"), default="default", help="which calibration to fit")
+    ap.add_argument("--cv", action="store_true", help="choose by 5-fold cross-validation on the split (slower)")
     args = ap.parse_args(argv)
     if args.split == "test":
         raise SystemExit("fit on train only; test is for reporting")
@@ -264,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.backend == "e5":
         add_e5(pools, args.data_dir, args.split, settings)
         sets, file = FEATURE_SETS[3:4] + E5_FEATURE_SETS, E5_CALIBRATION_FILE
-    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f), sets=sets)
+    names, w, b, table = measure(pools, only=tuple(f for f in args.features.split(",") if f), sets=sets, cv=args.cv)
     dense_w, dense_b = fit_logreg(pools, ("cos",))
     thr, note = _threshold(pools, names, w, b, args)
     print(f"chosen {'+'.join(names)}; {note}")
@@ -283,10 +312,15 @@ def main(argv: list[str] | None = None) -> int:
                 "best on train that does not fall below the RRF order is chosen"
             ),
             "threshold": note,
-            "choice": args.why or "best nDCG@10 on train",
+            "choice": args.why
+            or ("best 5-fold cross-validated nDCG@10 on train" if args.cv else "best nDCG@10 on train"),
             "settings": f"recall_k={settings.recall_k} rrf_k={settings.rrf_k} chunk_size={settings.chunk_size}",
             "train_ndcg10": {k: round(v, 4) for k, v in table.items()},
-            "command": f"python -m rag.retrieval.rerankers.fit DATA_DIR --split train --backend {args.backend} --write",
+            "command": (
+                f"python -m rag.retrieval.rerankers.fit DATA_DIR --split train --backend {args.backend}"
+                + (" --cv" if args.cv else "")
+                + " --write"
+            ),
             "date": datetime.now(UTC).date().isoformat(),
         },
     )
