@@ -32,3 +32,26 @@ def test_synthetic_docs_and_stand_in_embedder():
     emb = HashedStandIn("m", 16, 128)
     v = emb.embed_texts(["alpha beta", "alpha beta", "gamma"])
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0) and np.allclose(v[0], v[1])
+
+
+def test_latency_report_compares_one_query_questions_with_the_raw_cost():
+    from rag.retrieval.bench_latency import STAGES, print_size
+
+    def summary(p50):
+        return {"mean": p50, "p50": p50, "p95": p50, "max": p50}
+
+    m = {
+        "stages": {s: summary(30.0 if s == "total" else 1.0) for s in STAGES},
+        "raw": {"embed": summary(10.0), "chroma": summary(5.0), "bm25": summary(1.0)},
+        "one_query": summary(20.0),
+        "rewritten_share": 0.25,
+    }
+    lines: list[str] = []
+    assert print_size(1000, 1000, m, lines.append) == 30.0
+    text = "\n".join(lines)
+    assert "20.00 / 16.00 = 1.25 (goal <= 1.3)" in text  # like for like: one-query questions only
+    assert "25% rewritten into two queries" in text and "1.88x raw" in text
+    m["one_query"] = summary(None)
+    lines.clear()
+    print_size(1000, 1000, m, lines.append)
+    assert not any("like for like" in line for line in lines)

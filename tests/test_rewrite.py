@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rag.retrieval.rewrite import (
     MAX_QUERIES,
     acronym_query,
@@ -91,3 +93,28 @@ def test_hyde_takes_the_second_slot_when_asked():
     rw = rewrite("why did MTTR fall?", "rules", dict, llm=lambda p, k: {"passage": "MTTR fell because ..."}, hyde=True)
     assert [q.kind for q in rw.queries] == ["original", "hyde"]
     assert len(rewrite("q", "rules", dict, llm=None, hyde=True).queries) == 1  # no LLM, no HyDE
+
+
+def test_acronym_lookup_by_word_index_matches_a_full_scan():
+    from rag.retrieval.rewrite import Acronyms, _relevant
+
+    table = {
+        "SLA": "Service Level Agreement",
+        "AMPK": "AMP-activated protein kinase",
+        "PTO": "Paid Time Off",
+        "HR": "",
+        "OKR": "objectives and key results",
+    }
+    questions = [
+        "What does the SLA promise?",
+        "Does paid leave count as PTO?",
+        "service level agreement credits",
+        "Objectives for Q3 and the HR team",
+        "AMP-activated kinase and AMPK",
+        "nothing relevant here",
+    ]
+    for q in questions:
+        words = set(re.findall(r"[\w&-]+", q))
+        lower = {w.lower() for w in words}
+        scan = sorted((a, lf) for a, lf in table.items() if a in words or (lf and lf.split()[0].lower() in lower))
+        assert _relevant(q, Acronyms(table)) == scan == _relevant(q, table)

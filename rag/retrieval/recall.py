@@ -1,12 +1,19 @@
-"""Hybrid recall for one attempt: every query to dense and BM25 in parallel, then RRF.
+"""Hybrid recall for one attempt: every query to dense and BM25, then RRF.
 
 The queries are embedded in one batch, then the BM25 searches run on a thread pool while the
-calling thread runs the dense searches. Each query's hit ids are recorded on its ``QueryRun`` so
-the trace shows what each query found on its own.
+calling thread runs the dense searches - on machines with cores to spare. On fewer than
+``PARALLEL_MIN_CORES`` they run one after the other: torch's OpenMP workers keep spinning for a
+while after the query embedding, so a BM25 thread and Chroma's search would share two cores with
+them. Measured at 100k chunks on 2 cores (``python -m rag bench query``): one-query questions
+the same within noise (1.24x vs 1.26x the raw cost), questions rewritten into two queries
+faster in turn (all questions 1.32x vs 1.47x). ``RAG_PARALLEL_RECALL`` overrides.
+Each query's hit ids are recorded on its ``QueryRun`` so the trace shows what each query found
+on its own.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,6 +25,15 @@ from rag.retrieval.trace import Candidate, Dropped, QueryRun
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-recall")
 DENSE_ONLY_KINDS = {"hyde"}  # a hypothetical passage is a dense query only
+PARALLEL_MIN_CORES = 4
+
+
+def parallel_recall(setting: str) -> bool:
+    """Whether BM25 runs beside the dense search (``RAG_PARALLEL_RECALL``: auto | on | off)."""
+    if setting != "auto":
+        return setting == "on"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores >= PARALLEL_MIN_CORES
 
 
 @dataclass
@@ -56,19 +72,24 @@ class Recall:
         # BM25 on the pool while this thread runs the dense searches (the vector store's native
         # query releases the GIL). Not during the embedding: Python work in a second thread makes
         # the model's forward pass wait on the GIL and costs more than the overlap saves.
-        sparse: dict[int, Future] = {
-            i: _pool.submit(_timed, self.kb.sparse_search, q.text, k, self.allowed)
-            for i, q in enumerate(self.queries)
-            if q.kind not in DENSE_ONLY_KINDS or not self.dense
-        }
+        bm25 = [i for i, q in enumerate(self.queries) if q.kind not in DENSE_ONLY_KINDS or not self.dense]
+        sparse: dict[int, Future] = {}
+        if parallel_recall(self.kb.settings.parallel_recall):
+            sparse = {
+                i: _pool.submit(_timed, self.kb.sparse_search, self.queries[i].text, k, self.allowed) for i in bm25
+            }
         lists: list[RankedList] = []
         for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=False)):
             hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
             self._add("dense", ms)
             q.dense_ids = [h.chunk.id for h in hits]
             lists.append(RankedList(i, Source.DENSE, hits))
-        for i, fut in sparse.items():
-            hits, ms = fut.result()
+        for i in bm25:
+            hits, ms = (
+                sparse[i].result()
+                if i in sparse
+                else _timed(self.kb.sparse_search, self.queries[i].text, k, self.allowed)
+            )
             self._add("sparse", ms)
             self.queries[i].sparse_ids = [h.chunk.id for h in hits]
             lists.append(RankedList(i, Source.SPARSE, hits))

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
 from rag.errors import RagError
 from rag.retrieval.trace import QueryRun
@@ -61,7 +62,23 @@ def best_long_form(short: str, words: list[str]) -> str | None:
     return form
 
 
-def mine_acronyms(texts: Iterable[str]) -> dict[str, str]:
+class Acronyms(dict):
+    """ACRONYM -> long form, with word indexes so that a question looks up its own words instead
+    of scanning every acronym of the corpus (thousands in a 100k-chunk index: ~2 ms a query)."""
+
+    @cached_property
+    def by_word(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """(acronym -> [acronym], first word of the long form, lowercased -> [acronyms])."""
+        short: dict[str, list[str]] = {}
+        first: dict[str, list[str]] = {}
+        for acro, long_form in self.items():
+            short.setdefault(acro, []).append(acro)
+            if long_form:
+                first.setdefault(long_form.split()[0].lower(), []).append(acro)
+        return short, first
+
+
+def mine_acronyms(texts: Iterable[str]) -> Acronyms:
     """ACRONYM -> its most frequent expansion, from "Long Form (LF)" and "LF (Long Form)" patterns."""
     seen: dict[str, Counter] = {}
     for text in texts:
@@ -74,16 +91,15 @@ def mine_acronyms(texts: Iterable[str]) -> dict[str, str]:
             form = best_long_form(acro, long_form.split())
             if form == long_form.strip():
                 seen.setdefault(acro, Counter())[form] += 1
-    return {acro: counts.most_common(1)[0][0] for acro, counts in seen.items()}
+    return Acronyms({acro: counts.most_common(1)[0][0] for acro, counts in seen.items()})
 
 
 def _relevant(question: str, acronyms: dict[str, str]) -> list[tuple[str, str]]:
     """The few acronyms whose short form, or the first word of whose long form, is in the question."""
+    short, first = (acronyms if isinstance(acronyms, Acronyms) else Acronyms(acronyms)).by_word
     words = set(re.findall(r"[\w&-]+", question))
-    lower = {w.lower() for w in words}
-    return sorted(
-        (a, lf) for a, lf in acronyms.items() if a in words or (lf.split()[0].lower() in lower if lf else False)
-    )
+    found = {a for w in words for a in short.get(w, ())} | {a for w in words for a in first.get(w.lower(), ())}
+    return sorted((a, acronyms[a]) for a in found)
 
 
 def acronym_query(question: str, acronyms: dict[str, str]) -> tuple[str, list[str]] | None:
