@@ -60,10 +60,8 @@ class Settings:
         1.0, "BM25 chunk score + this x its document's BM25 score (passage + document evidence); 0 = chunk only."
     )
     rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
-    parallel_recall: str = _f(
-        "auto",
-        "BM25 beside the dense search: auto (on with 4+ CPU cores) | on | off (one after the other).",
-        affects=False,
+    parallel_recall: bool = _f(
+        True, "Run BM25 on a worker thread beside the dense search (false: one after the other).", affects=False
     )
     top_n: int = _f(5, "Candidates kept after reranking.")
     rerank_threshold: float = _f(
@@ -113,8 +111,6 @@ class Settings:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")
         if self.fallback not in {"auto", "retry_wider", "clarify", "reject"}:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
-        if self.parallel_recall not in {"auto", "on", "off"}:
-            raise ConfigError(f"Unknown parallel_recall '{self.parallel_recall}'; use auto, on or off.")
         if self.rewrite not in {"off", "rules", "llm"}:
             raise ConfigError(f"Unknown rewrite mode '{self.rewrite}'.")
         object.__setattr__(self, "home", Path(self.home))

@@ -232,25 +232,13 @@ def test_cjk_question_with_english_only_embedder_uses_bm25_only():
     assert dense_route("每天的餐费补贴是多少？", "some/multilingual-model") == ""
 
 
-def test_parallel_and_sequential_recall_find_the_same_candidates(kb, monkeypatch):
+def test_parallel_and_sequential_recall_find_the_same_candidates(kb):
     from dataclasses import replace
 
-    from rag.retrieval import recall
-
-    def table(mode):
-        kb.settings = replace(kb.settings, parallel_recall=mode)
+    def table(parallel: bool):
+        kb.settings = replace(kb.settings, parallel_recall=parallel)
         t = retrieve(kb, "What does the SLA promise about uptime?")
         return [(c.chunk_id, c.dense_rank, c.sparse_rank, c.fused_rank, c.rerank_score) for c in t.candidates]
 
-    assert table("on") == table("off") and table("on")
-    monkeypatch.setattr(recall.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
-    assert not recall.parallel_recall("auto") and recall.parallel_recall("on")
-    monkeypatch.setattr(recall.os, "sched_getaffinity", lambda _pid: set(range(8)), raising=False)
-    assert recall.parallel_recall("auto") and not recall.parallel_recall("off")
-
-
-def test_unknown_parallel_recall_mode_is_refused():
-    from rag.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="parallel_recall"):
-        Settings(parallel_recall="maybe").validated()
+    on, off = table(True), table(False)
+    assert on == off and any(r[1] for r in on) and any(r[2] for r in on)

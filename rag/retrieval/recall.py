@@ -1,19 +1,14 @@
-"""Hybrid recall for one attempt: every query to dense and BM25, then RRF.
+"""Hybrid recall for one attempt: every query to dense and BM25 in parallel, then RRF.
 
 The queries are embedded in one batch, then the BM25 searches run on a thread pool while the
-calling thread runs the dense searches - on machines with cores to spare. On fewer than
-``PARALLEL_MIN_CORES`` they run one after the other: torch's OpenMP workers keep spinning for a
-while after the query embedding, so a BM25 thread and Chroma's search would share two cores with
-them. Measured at 100k chunks on 2 cores (``python -m rag bench query``): one-query questions
-the same within noise (1.24x vs 1.26x the raw cost), questions rewritten into two queries
-faster in turn (all questions 1.32x vs 1.47x). ``RAG_PARALLEL_RECALL`` overrides.
-Each query's hit ids are recorded on its ``QueryRun`` so the trace shows what each query found
-on its own.
+calling thread runs the dense searches (``RAG_PARALLEL_RECALL=false`` runs them one after the
+other; on 2 cores the two measure the same within noise, 300 questions at 100k chunks
+interleaved: p50 of everything but the embedding 7.8 vs 7.7 ms). Each query's hit ids are
+recorded on its ``QueryRun`` so the trace shows what each query found on its own.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,15 +20,6 @@ from rag.retrieval.trace import Candidate, Dropped, QueryRun
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-recall")
 DENSE_ONLY_KINDS = {"hyde"}  # a hypothetical passage is a dense query only
-PARALLEL_MIN_CORES = 4
-
-
-def parallel_recall(setting: str) -> bool:
-    """Whether BM25 runs beside the dense search (``RAG_PARALLEL_RECALL``: auto | on | off)."""
-    if setting != "auto":
-        return setting == "on"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores >= PARALLEL_MIN_CORES
 
 
 @dataclass
@@ -74,7 +60,7 @@ class Recall:
         # the model's forward pass wait on the GIL and costs more than the overlap saves.
         bm25 = [i for i, q in enumerate(self.queries) if q.kind not in DENSE_ONLY_KINDS or not self.dense]
         sparse: dict[int, Future] = {}
-        if parallel_recall(self.kb.settings.parallel_recall):
+        if self.kb.settings.parallel_recall:
             sparse = {
                 i: _pool.submit(_timed, self.kb.sparse_search, self.queries[i].text, k, self.allowed) for i in bm25
             }
