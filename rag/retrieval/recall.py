@@ -59,11 +59,13 @@ class Recall:
         # query releases the GIL). Not during the embedding: Python work in a second thread makes
         # the model's forward pass wait on the GIL and costs more than the overlap saves.
         bm25 = [i for i, q in enumerate(self.queries) if q.kind not in DENSE_ONLY_KINDS or not self.dense]
+
+        def bm25_search(i: int) -> tuple[list[Hit], float]:
+            return _timed(self.kb.sparse_search, self.queries[i].text, k, self.allowed)
+
         sparse: dict[int, Future] = {}
         if self.kb.settings.parallel_recall:
-            sparse = {
-                i: _pool.submit(_timed, self.kb.sparse_search, self.queries[i].text, k, self.allowed) for i in bm25
-            }
+            sparse = {i: _pool.submit(bm25_search, i) for i in bm25}
         lists: list[RankedList] = []
         for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=False)):
             hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
@@ -71,11 +73,7 @@ class Recall:
             q.dense_ids = [h.chunk.id for h in hits]
             lists.append(RankedList(i, Source.DENSE, hits))
         for i in bm25:
-            hits, ms = (
-                sparse[i].result()
-                if i in sparse
-                else _timed(self.kb.sparse_search, self.queries[i].text, k, self.allowed)
-            )
+            hits, ms = sparse[i].result() if i in sparse else bm25_search(i)
             self._add("sparse", ms)
             self.queries[i].sparse_ids = [h.chunk.id for h in hits]
             lists.append(RankedList(i, Source.SPARSE, hits))
