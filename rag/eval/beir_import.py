@@ -1,7 +1,7 @@
 """Import a BEIR dataset as a knowledge base plus a gold set.
 
 The corpus is streamed and ingested in batches (``INGEST_BATCH`` documents per
-``KnowledgeBase.ingest`` call), each document as ``<id>.txt`` (title, blank line, text:
+``KnowledgeBase.ingest`` call), each document as ``<id>.md`` (``# title``, blank line, text:
 :func:`rag.eval.beir.beir_document`, the same files ``python -m rag bench beir`` ingests).
 Documents already in the knowledge base under that name are not read again, so an
 interrupted import resumes and a finished one costs a corpus scan.

@@ -88,7 +88,7 @@ def scifact(path: Path, settings: Settings) -> str:
     return f"""## SciFact (BEIR), test split
 
 5,183 abstracts, 300 test queries, document-level qrels. Each abstract is ingested as one
-`<id>.txt` document (title, blank line, text) and chunked like any upload; a chunk ranking
+`<id>.md` document (`# title`, blank line, text) and chunked like any upload; a chunk ranking
 becomes a document ranking by first appearance.
 
 ### Per stage, beside the published figures
