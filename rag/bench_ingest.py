@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -46,11 +47,19 @@ def _peak_rss_mb() -> float:
 
 
 def run(path: Path, limit: int = 0) -> dict[str, float]:
+    """The figures for the first ``limit`` documents of ``path``, in a data dir removed afterwards."""
+    items = load_items(path, limit)
+    home = Path(tempfile.mkdtemp(prefix="rag-bench-"))
+    try:
+        return _measure(items, home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _measure(items: list[UploadItem], home: Path) -> dict[str, float]:
     from rag.kb import KnowledgeBase
     from rag.models import load_embedder
 
-    items = load_items(path, limit)
-    home = Path(tempfile.mkdtemp(prefix="rag-bench-"))
     settings = Settings.from_env(home=home, chroma_host="")
     embedder = load_embedder(settings)
     # Warm the encoder at the shapes it will see (full batches of real-length texts), so neither
