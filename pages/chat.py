@@ -15,6 +15,7 @@ from rag.chatview import (
     evidence_cards,
     footnotes,
     outcome,
+    unscored_note,
 )
 from rag.demo import DEMO_KB, example_questions
 from rag.highlight import md_escape
@@ -85,6 +86,8 @@ def _turn(turn) -> None:
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
         _outcome(turn.answer)
+        if note := unscored_note(trace):
+            st.caption(md_escape(note))
         if not turn.answer.refused:
             _sources(turn)
         st.page_link(

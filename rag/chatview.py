@@ -15,7 +15,8 @@ from rag.answer import Answer, AnswerEvent, Citation, EventKind
 from rag.answer.citations import CITATION_RE
 from rag.highlight import Span, breadcrumb, excerpt_html, md_escape
 from rag.ledger import preview
-from rag.retrieval.trace import Candidate
+from rag.retrieval.rerankers.simple import NoReranker
+from rag.retrieval.trace import Candidate, FallbackAction
 
 FOOTNOTE_CONTEXT = 200  # characters of source shown around a cited span
 _PREFIXES = {"clarify: ": "clarify", "fallback: ": "refusal"}
@@ -69,6 +70,23 @@ def outcome(answer: Answer) -> tuple[str, str]:
         if reason.startswith(prefix):
             return kind, reason[len(prefix) :]
     return ("refusal" if answer.refused else "answer"), reason
+
+
+def unscored_note(trace) -> str:
+    """What to say under an answer that no calibrated score vetted ('' when one did).
+
+    With the fused order as the ranking (reranker ``none``, or a Chinese question that the
+    English-only embedder can't read and BM25 alone answers) there is no score the weak-evidence
+    threshold could apply to, so a refusal could not have been triggered by weak evidence."""
+    if trace is None or trace.fallback is None or trace.fallback.action is not FallbackAction.ANSWER:
+        return ""
+    if trace.reranker.backend != NoReranker.name:
+        return ""
+    why = trace.reranker.note or "the fused order was kept, no reranking"
+    return (
+        f"Evidence strength was not scored for this question ({why}), so weak evidence could not "
+        "trigger a refusal. Check the sources before relying on it."
+    )
 
 
 @dataclass

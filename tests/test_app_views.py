@@ -215,3 +215,24 @@ def test_diff_summary_names_settings_fallback_and_moves():
     assert "rerank\\_threshold\\: 0\\.35 → 0\\.95" in lines[0] and "top\\_n\\: None → 1" in lines[0]
     assert lines[1] == "**Fallback:** answer → reject"
     assert lines[2].startswith("**Evidence:** 0 moved in, 1 moved out")
+
+
+def test_answer_without_a_calibrated_score_says_so(make_kb):
+    """A Chinese question goes to BM25 only (the bundled embedder is English-only): the fused
+    order has no calibrated score, so the chat says the evidence was not scored."""
+    from rag.chatview import unscored_note
+    from rag.retrieval.pipeline import retrieve
+
+    kb = make_kb("zh")
+    kb.ingest_file(
+        "leave.md", "# 休假\n\n全职员工每年享有二十五天带薪年假。\n\nEmployees get 25 days of paid leave.".encode()
+    )
+    zh = retrieve(kb, "全职员工每年有多少天带薪年假？", persist=False)
+    assert zh.fallback.action is FallbackAction.ANSWER
+    note = unscored_note(zh)
+    assert "not scored" in note and "dense skipped" in note
+    en = retrieve(kb, "How many days of paid leave do employees get?", persist=False)
+    assert en.reranker.backend == "default" and unscored_note(en) == ""
+    refused = make_trace()
+    refused.fallback = FallbackDecision(FallbackAction.REJECT, "weak", 0.1, 0.59)
+    assert unscored_note(refused) == "" and unscored_note(None) == ""
