@@ -19,8 +19,11 @@ def register(sub) -> None:
     from rag.retrieval.bench import add_beir_parser
     from rag.retrieval.bench_latency import add_query_parser
 
+    from rag.bench.refusal import add_refusal_parser
+
     add_beir_parser(bsub)
     add_query_parser(bsub)
+    add_refusal_parser(bsub)
     p = bsub.add_parser("pages", help="time from navigation to a rendered page, in Chromium (warm models)")
     p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")

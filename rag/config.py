@@ -67,6 +67,9 @@ class Settings:
     rerank_threshold: float = _f(
         0.59, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo)."
     )
+    answerable_threshold: float = _f(
+        0.5, "P(answerable) under this refuses (each fitted model puts its train operating point at 0.5)."
+    )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")

@@ -25,7 +25,7 @@ from rag.limits import check_query
 from rag.models import Embedder, load_embedder
 from rag.records import ChunkRecord, DocumentRecord, Hit
 from rag.store import writer
-from rag.store.bm25 import BM25Index
+from rag.store.bm25 import BM25Index, TermStats
 from rag.store.catalog import Catalog, chunk_from_row
 from rag.store.vectors import VectorStore
 
@@ -275,6 +275,10 @@ class KnowledgeBase:
         found = index.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         chunks = self.get_chunks([h.chunk_id for h in found])
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
+
+    def term_stats(self, terms: list[str], doc_ids: set[str] | None = None) -> TermStats:
+        """Chunks containing each BM25 term, within ``doc_ids`` when given (answerability)."""
+        return self.bm25().term_stats(terms, doc_ids)
 
     # -- BM25 -----------------------------------------------------------------------
     @property

@@ -16,7 +16,7 @@ import numpy as np
 from rag.config import Settings
 from rag.records import ChunkRecord, Hit
 from rag.retrieval.trace import ModelLabel, Trace
-from rag.store.bm25 import BM25Index
+from rag.store.bm25 import BM25Index, TermStats
 
 
 class HashEmbedder:
@@ -110,6 +110,9 @@ class FakeKB:
             Hit(self.by_id[h.chunk_id], h.score)
             for h in self.bm25.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         ]
+
+    def term_stats(self, terms: list[str], doc_ids: set[str] | None = None) -> TermStats:
+        return self.bm25.term_stats(terms, doc_ids)
 
     def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
         if not (doc_ids or tags or date_from or date_to):

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from rag.retrieval.rewrite import LLM_ERRORS, ask_json
-from rag.retrieval.trace import FallbackAction, FallbackDecision
+from rag.retrieval.trace import Answerability, FallbackAction, FallbackDecision
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -40,11 +40,14 @@ class Evidence:
     calibrated: bool
     recalled: int  # candidates recalled (after filters)
     attempt: int  # 1, or 2 after retry_wider
+    answerability: Answerability | None = None  # the answerability stage's verdict, when it ran
 
 
 def is_weak(ev: Evidence) -> bool:
     if ev.recalled == 0 or ev.best_score is None:
         return True
+    if ev.answerability is not None:
+        return not ev.answerability.answerable
     return ev.calibrated and ev.best_score < ev.threshold
 
 
@@ -68,6 +71,10 @@ def clarify_message(question: str) -> str:
 def _comparison(ev: Evidence) -> str:
     if ev.recalled == 0:
         return "nothing was recalled"
+    if ev.answerability is not None:
+        a = ev.answerability
+        best = "" if ev.best_score is None else f" (best rerank score {ev.best_score:.3f})"
+        return f"{a.reason}{best}" + (f"; {a.missing}" if a.missing else "")
     if not ev.calibrated:
         return "reranker scores are not calibrated; threshold not applied"
     op = ">=" if ev.best_score is not None and ev.best_score >= ev.threshold else "<"
@@ -78,7 +85,9 @@ def decide_by_rules(ev: Evidence, policy: str = "auto") -> FallbackDecision:
     base = _comparison(ev)
     if not is_weak(ev):
         return _decision(FallbackAction.ANSWER, base, ev)
-    can_widen = ev.attempt == 1 and ev.recalled > 0
+    # a term the searched documents never use stays missing however wide the search
+    absent = ev.answerability is not None and bool(ev.answerability.absent_terms)
+    can_widen = ev.attempt == 1 and ev.recalled > 0 and not absent
     if policy in ("auto", "retry_wider") and can_widen:
         return _decision(FallbackAction.RETRY_WIDER, f"{base}; widening recall once", ev)
     vague = vagueness(ev.question)
@@ -86,11 +95,20 @@ def decide_by_rules(ev: Evidence, policy: str = "auto") -> FallbackDecision:
         why = vague or "policy is clarify"
         return _decision(FallbackAction.CLARIFY, f"{base}; {why}", ev, clarify_message(ev.question))
     tail = "after a wider retry" if ev.attempt > 1 else "question is specific"
-    return _decision(FallbackAction.REJECT, f"{base}; {tail}", ev, REFUSAL_TEXT)
+    return _decision(FallbackAction.REJECT, f"{base}; {tail}", ev, refusal_message(ev))
+
+
+def refusal_message(ev: Evidence) -> str:
+    """The fixed refusal, led by what was missing when the answerability stage can say it."""
+    missing = ev.answerability.missing if ev.answerability is not None else ""
+    return f"{missing} {REFUSAL_TEXT}" if missing else REFUSAL_TEXT
 
 
 def _decision(action: FallbackAction, reason: str, ev: Evidence, message: str = "", by: str = "rules"):
-    return FallbackDecision(action, reason, ev.best_score, ev.threshold, judged_by=by, message=message)
+    """The decision with the score and threshold actually compared (P(answerable) when it ran)."""
+    a = ev.answerability
+    score, threshold = (a.probability, a.threshold) if a is not None else (ev.best_score, ev.threshold)
+    return FallbackDecision(action, reason, score, threshold, judged_by=by, message=message)
 
 
 _JUDGE_PROMPT = (
@@ -125,7 +143,7 @@ def decide(ev: Evidence, policy: str = "auto", llm: object | None = None, snippe
         return _decision(rule.action, f"{rule.reason} (LLM verdict unusable: {exc})", ev, rule.message)
     message = str(out.get("message") or "")
     if action is FallbackAction.REJECT:
-        message = REFUSAL_TEXT
+        message = refusal_message(ev)
     elif action is FallbackAction.CLARIFY and not message:
         message = clarify_message(ev.question)
     return _decision(action, f"{_comparison(ev)}; LLM: {str(out['reason'])[:300]}", ev, message, by="llm")

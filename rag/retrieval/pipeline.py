@@ -18,11 +18,12 @@ from typing import Any
 from rag.config import BUNDLED_EMBEDDER, Settings
 from rag.errors import InvalidQuery, LimitExceeded
 from rag.retrieval import evidence, fallback
+from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of
+from rag.retrieval.answerability.terms import question_terms
 from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
-from rag.retrieval.rerankers import EmbedderVectors, Reranker, make_reranker
-from rag.retrieval.rerankers.simple import NoReranker
+from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
-from rag.retrieval.trace import Dropped, FallbackAction, FallbackDecision, Trace
+from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def dense_route(question: str, embedder_id: str) -> str:
     letters = [ch for ch in question if ch.isalpha()]
     cjk = sum(1 for ch in letters if _CJK.match(ch))
     if embedder_id in ENGLISH_ONLY_EMBEDDERS and letters and cjk / len(letters) > 0.5:
-        return f"dense skipped: {embedder_id} is English-only and the question is mostly CJK; BM25 (jieba) only"
+        return f"dense skipped: {embedder_id} is English-only and the question is mostly CJK; BM25 (jieba) recall, e5 rerank"
     return ""
 
 
@@ -124,19 +125,21 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     route = dense_route(question, kb.embedder.model_id)
     if route:
         plan.queries[0].reason = route
-        ctx = _Context(ctx.vectors, sparse_only_reranker(route))
+        ctx = cjk_context(kb, settings, ctx, route)
     recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings, dense=not route)
     attempt = recall.run(settings.recall_k)
-    decision, ranked = _judge(ctx, question, attempt, settings, llm, timings, attempt_no=1)
+    judge = _Judge(kb, ctx, question, settings, llm, timings, allowed, sparse_only=bool(route))
+    decision, ranked = judge(attempt, attempt_no=1)
     if decision.action is FallbackAction.RETRY_WIDER:
         wider = recall.run(settings.recall_k * 2)
         first = decision
-        decision, ranked = _judge(ctx, question, wider, settings, llm, timings, attempt_no=2)
+        decision, ranked = judge(wider, attempt_no=2)
         decision.reason = f"attempt 1: {first.reason} | attempt 2 (recall_k={settings.recall_k * 2}): {decision.reason}"
         attempt = wider
     trace = _build_trace(kb, question, settings, ctx, plan.queries, filters, revision)
     trace.attempts = 2 if attempt.recall_k > settings.recall_k else 1
     trace.fallback = decision
+    trace.answerability = judge.verdict
     _fill_candidates(kb, trace, attempt, ranked, settings, decision, timings)
     timings["total"] = (time.perf_counter() - t0) * 1000
     trace.timings_ms = {k: round(v, 3) for k, v in timings.items()}
@@ -145,32 +148,77 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     return trace
 
 
-def sparse_only_reranker(reason: str) -> Reranker:
-    """BM25 order when the embedder can't read the question: its cosine would mislead the reranker."""
-    rr = NoReranker()
-    rr.label.note = reason
-    return rr
+def cjk_context(kb, settings: Settings, ctx: _Context, route: str) -> _Context:
+    """The context for questions the embedder can't read: same vectors, the CJK reranker
+    (multilingual e5 + BM25, calibrated), built once per knowledge base and settings."""
+    key = ("cjk", settings.device, str(settings.home))
+    cache = _cache(kb)
+    with _lock:
+        if key not in cache:
+            cache[key] = _Context(ctx.vectors, cjk_reranker(settings, ctx.vectors, route))
+        return cache[key]
 
 
-def _judge(ctx, question, attempt: Attempt, settings, llm, timings, attempt_no: int):
-    pool = attempt.fused[: attempt.recall_k * RERANK_POOL_FACTOR]
-    t = time.perf_counter()
-    ranked = ctx.reranker.rank(question, pool)
-    timings["rerank"] = timings.get("rerank", 0.0) + (time.perf_counter() - t) * 1000
-    ev = fallback.Evidence(
-        question=question,
-        best_score=ranked.best_score,
-        threshold=settings.rerank_threshold,
-        calibrated=ranked.calibrated,
-        recalled=len(attempt.fused),
-        attempt=attempt_no,
-    )
-    by_id = {f.chunk_id: f for f in pool}
-    snippets = [by_id[s.chunk_id].chunk.text for s in ranked.results[:3]]
-    t = time.perf_counter()
-    decision: FallbackDecision = fallback.decide(ev, settings.fallback, llm, snippets)
-    timings["fallback"] = timings.get("fallback", 0.0) + (time.perf_counter() - t) * 1000
-    return decision, ranked
+@dataclass
+class _Judge:
+    """Rerank one attempt's pool, assess answerability, decide the fallback (kept: the last verdict)."""
+
+    kb: Any
+    ctx: _Context
+    question: str
+    settings: Settings
+    llm: Any
+    timings: dict[str, float]
+    allowed: set[str] | None
+    sparse_only: bool
+    verdict: Answerability | None = None
+
+    def __call__(self, attempt: Attempt, attempt_no: int) -> tuple[FallbackDecision, Any]:
+        pool = attempt.fused[: attempt.recall_k * RERANK_POOL_FACTOR]
+        ranked = self._timed("rerank", lambda: self.ctx.reranker.rank(self.question, pool))
+        self.verdict = self._timed("answerability", lambda: self._assess(pool, ranked))
+        ev = fallback.Evidence(
+            question=self.question,
+            best_score=ranked.best_score,
+            threshold=self.settings.rerank_threshold,
+            calibrated=ranked.calibrated,
+            recalled=len(attempt.fused),
+            attempt=attempt_no,
+            answerability=self.verdict,
+        )
+        by_id = {f.chunk_id: f for f in pool}
+        snippets = [by_id[s.chunk_id].chunk.text for s in ranked.results[:3]]
+        decide = lambda: fallback.decide(ev, self.settings.fallback, self.llm, snippets)  # noqa: E731
+        return self._timed("fallback", decide), ranked
+
+    def _assess(self, pool, ranked) -> Answerability:
+        by_id = {f.chunk_id: f for f in pool}
+        chunks = [
+            EvidenceChunk(
+                by_id[s.chunk_id].chunk.index_text,
+                s.score,
+                # BM25-only route: the reranker's (e5) order stands in for the dense retriever's
+                s.rank if self.sparse_only else by_id[s.chunk_id].dense_rank,
+                by_id[s.chunk_id].sparse_rank,
+            )
+            for s in ranked.results[:EVIDENCE_CHUNKS]
+        ]
+        stats = self.kb.term_stats(list(question_terms(self.question)), self.allowed)
+        return assess(
+            self.question,
+            chunks,
+            stats,
+            script_of(self.question),
+            self.settings.answerable_threshold,
+            self.settings.rerank_threshold,
+            calibrated=ranked.calibrated,
+        )
+
+    def _timed(self, stage: str, fn):
+        t = time.perf_counter()
+        out = fn()
+        self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - t) * 1000
+        return out
 
 
 def _build_trace(kb, question, settings, ctx, queries, filters, revision: int) -> Trace:

@@ -116,6 +116,27 @@ class FallbackDecision:
 
 
 @dataclass
+class Answerability:
+    """The answerability stage's verdict: does the evidence answer the question (see
+    ``rag.retrieval.answerability``)? Every feature, its contribution to the logit, and why."""
+
+    model: str  # which model decided, e.g. logreg[...]@weights.json:cjk, or the p_top rule
+    script: str  # latin | cjk: which model applies
+    features: dict[str, float]
+    contributions: dict[str, float]  # weight x value per feature (empty for the rule)
+    bias: float
+    probability: float
+    threshold: float
+    answerable: bool
+    asks_for: str  # date | number | person | '' (what the question's wording asks for)
+    absent_terms: list[str]  # salient question terms found in no searched chunk
+    unheld_terms: list[str]  # salient terms the best evidence sentence lacks
+    best_sentence: str
+    reason: str  # the comparison, e.g. "P(answerable) 0.214 < 0.500"
+    missing: str = ""  # what was missing, for the user ("The documents don't mention 'x'.")
+
+
+@dataclass
 class Trace:
     question: str
     kb: str
@@ -127,6 +148,7 @@ class Trace:
     queries: list[QueryRun] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     fallback: FallbackDecision | None = None
+    answerability: Answerability | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     filters: dict[str, Any] = field(default_factory=dict)
     attempts: int = 1  # 2 when retry_wider ran
@@ -159,6 +181,8 @@ class Trace:
             fb = d["fallback"]
             fb["action"] = FallbackAction(fb["action"])
             d["fallback"] = FallbackDecision(**fb)
+        if d.get("answerability"):
+            d["answerability"] = Answerability(**d["answerability"])
         return cls(**d)
 
 

@@ -44,6 +44,14 @@ class SparseHit:
     score: float
 
 
+@dataclass(frozen=True)
+class TermStats:
+    """Chunk counts for some query terms within a scope (all chunks, or a filter's documents)."""
+
+    chunks: int  # chunks in the scope
+    df: dict[str, int]  # term -> chunks of the scope that contain it
+
+
 class BM25Index:
     """Immutable once built; ``search`` is thread-safe."""
 
@@ -103,6 +111,26 @@ class BM25Index:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [SparseHit(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def term_stats(self, terms: Iterable[str], doc_ids: set[str] | None = None) -> TermStats:
+        """How many chunks (of ``doc_ids`` when given) contain each of ``terms`` (already tokenized),
+        read from the index's own postings: a term with ``df == 0`` occurs nowhere in that scope."""
+        terms = list(dict.fromkeys(terms))
+        if self._retriever is None:
+            return TermStats(0, dict.fromkeys(terms, 0))
+        rows = None if doc_ids is None else np.zeros(len(self.ids), dtype=bool)
+        if rows is not None:
+            rows[self._rows_of(doc_ids)] = True
+        postings = self._retriever.scores
+        df: dict[str, int] = {}
+        for term in terms:
+            tid = self._retriever.vocab_dict.get(term)
+            if tid is None:
+                df[term] = 0
+                continue
+            docs = postings["indices"][postings["indptr"][tid] : postings["indptr"][tid + 1]]
+            df[term] = int(len(docs) if rows is None else rows[docs].sum())
+        return TermStats(len(self.ids) if rows is None else int(rows.sum()), df)
 
     def save(self, directory: Path) -> None:
         """Write atomically: build in a temp dir, then swap it in under the directory's lock.

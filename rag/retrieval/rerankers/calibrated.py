@@ -63,6 +63,9 @@ FEATURES: dict[str, Feature] = {
 }
 
 
+COSINE_FEATURES = frozenset({"cos", "cos_gap", "cos_z", "doc_max_cos"})  # read the embedder's cosine
+
+
 def _reciprocal_rank(values: np.ndarray) -> np.ndarray:
     order = np.argsort(-values, kind="stable")
     ranks = np.empty(len(values), dtype=np.float64)
@@ -114,6 +117,9 @@ class CalibratedReranker(Reranker):
         return None
 
     def _score(self, query: str, candidates: Sequence[Fused]) -> np.ndarray:
-        cos = query_cosines(self.vectors, query, candidates)
+        if COSINE_FEATURES & set(self.cal.features):
+            cos = query_cosines(self.vectors, query, candidates)
+        else:  # e.g. the CJK model: the English-only embedder's cosine is not used
+            cos = np.zeros(len(candidates), dtype=np.float64)
         x = feature_matrix(self.cal.features, candidates, cos, self._extra(query, candidates))
         return probability(self.cal, x)

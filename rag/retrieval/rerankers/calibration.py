@@ -57,6 +57,7 @@ class Calibration:
 
 
 E5_CALIBRATION_FILE = "calibration-e5.json"  # the `e5` backend (fit with --backend e5)
+E5_CJK_CALIBRATION_FILE = "calibration-e5-zh.json"  # CJK questions on an English-only embedder (CMRC trial)
 
 
 @lru_cache(maxsize=4)

@@ -105,7 +105,8 @@ class E5Reranker(CalibratedReranker):
     name = "e5"
 
     def __init__(self, vectors: VectorSource, embedder_id: str, calibration: Calibration, encoder: E5Encoder) -> None:
-        super().__init__(vectors, embedder_id, calibration, also_uses=E5_MODEL)
+        also = "" if embedder_id == E5_MODEL else E5_MODEL  # the CJK route scores with e5 alone
+        super().__init__(vectors, embedder_id, calibration, also_uses=also)
         self.encoder = encoder
 
     def _extra(self, query: str, candidates: Sequence[Fused]) -> dict[str, np.ndarray]:

@@ -1,0 +1,139 @@
+"""Fit the answerability models on training dumps and write ``answerability/weights.json``.
+
+    python -m rag bench refusal scifact-train cmrc-trial --fallback reject --dump train.jsonl
+    python -m rag.bench.fit_answerability train.jsonl --write
+
+One logistic regression per script (``latin`` from SciFact train, ``cjk`` from the CMRC 2018
+trial), on the features of ``rag.retrieval.answerability.FEATURES``; label = the question's own
+relevant passages were searchable (as is) or filtered out (removed). The operating point is
+chosen on the same training data: the threshold that refuses the most unanswerable questions
+while refusing at most ``MAX_FALSE_REFUSALS`` of answerable ones; the bias is then shifted so
+that this threshold is probability 0.5 (``RAG_ANSWERABLE_THRESHOLD``). Rows from a set that is
+not a training set are rejected: test data never tunes anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from rag.bench.refusal import SETS, Row, load_dump
+from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models
+
+MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
+COMMAND = "python -m rag.bench.fit_answerability DUMP --write"
+
+
+def matrix(rows: list[Row], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    x = np.array([[r.features[n] for n in names] for r in rows], dtype=np.float64)
+    y = np.array([1 if r.answerable else 0 for r in rows])
+    return x, y
+
+
+def auc(scores: np.ndarray, y: np.ndarray) -> float:
+    """Probability that an answerable question scores above an unanswerable one (ties half)."""
+    pos, neg = scores[y == 1], scores[y == 0]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def operating_point(p: np.ndarray, y: np.ndarray, max_false: float = MAX_FALSE_REFUSALS) -> tuple[float, float, float]:
+    """(threshold, unanswerable refused, answerable refused): most refusals within ``max_false``."""
+    best = (0.0, 0.0, 0.0)
+    for t in np.unique(np.round(p, 4)):
+        false = float((p[y == 1] < t).mean())
+        if false <= max_false:
+            right = float((p[y == 0] < t).mean())
+            if right > best[1]:
+                best = (float(t), right, false)
+    return best
+
+
+def cv_auc(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int = 5) -> float:
+    """AUC of out-of-fold probabilities; a question's two conditions stay in one fold."""
+    from sklearn.linear_model import LogisticRegression
+
+    uniq = np.unique(groups)
+    fold_of = {g: i % folds for i, g in enumerate(uniq)}
+    f = np.array([fold_of[g] for g in groups])
+    p = np.zeros(len(y))
+    for k in range(folds):
+        m = LogisticRegression(C=1.0, max_iter=5000).fit(x[f != k], y[f != k])
+        p[f == k] = m.predict_proba(x[f == k])[:, 1]
+    return auc(p, y)
+
+
+def fit_script(rows: list[Row], script: str) -> dict:
+    from sklearn.linear_model import LogisticRegression
+
+    names = tuple(FEATURES)
+    x, y = matrix(rows, names)
+    model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
+    p = model.predict_proba(x)[:, 1]
+    t, right, false = operating_point(p, y)
+    bias = float(model.intercept_[0]) - math.log(t / (1 - t)) if 0 < t < 1 else float(model.intercept_[0])
+    groups = np.array([f"{r.set}:{r.qid}" for r in rows])
+    sets = sorted({r.set for r in rows})
+    return {
+        "features": list(names),
+        "weights": [round(float(w), 6) for w in model.coef_[0]],
+        "bias": round(bias, 6),
+        "provenance": {
+            "data": sets,
+            "questions": int(len(rows) // 2),
+            "label": "1 = the question's own relevant passages searchable (as is); 0 = filtered out (removed)",
+            "operating_point": f"train threshold {t:.4f} (shifted to 0.5): unanswerable refused {right:.3f}, "
+            f"answerable refused {false:.3f} (at most {MAX_FALSE_REFUSALS})",
+            "train_auc": round(auc(p, y), 4),
+            "cv5_auc": round(cv_auc(x, y, groups), 4),
+            "p_top_alone_auc": round(auc(x[:, names.index("p_top")], y), 4),
+            "command": COMMAND,
+            "date": datetime.now(UTC).date().isoformat(),
+            "script": script,
+        },
+    }
+
+
+def fit(rows: list[Row]) -> dict[str, dict]:
+    bad = sorted({r.set for r in rows if r.set not in SETS or not SETS[r.set].train})
+    if bad:
+        raise SystemExit(f"refusing to fit on {bad}: not training sets (train sets: "
+                         f"{', '.join(n for n, s in SETS.items() if s.train)})")
+    out = {}
+    for script in ("latin", "cjk"):
+        part = [r for r in rows if r.script == script and r.features]
+        if len(part) >= 50:
+            out[script] = fit_script(part, script)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_answerability", description=__doc__.split("\n")[0])
+    ap.add_argument("dumps", nargs="+", help="JSONL files written by `bench refusal --dump` on training sets")
+    ap.add_argument("--write", action="store_true", help=f"write {WEIGHTS_FILE}")
+    args = ap.parse_args(argv)
+    rows = [r for d in args.dumps for r in load_dump(Path(d))]
+    models = fit(rows)
+    for script, m in models.items():
+        prov = m["provenance"]
+        print(f"{script}: {prov['questions']} questions from {prov['data']}")
+        print(f"  weights {dict(zip(m['features'], m['weights'], strict=True))} bias {m['bias']}")
+        print(f"  AUC train {prov['train_auc']} · 5-fold CV {prov['cv5_auc']} · p_top alone {prov['p_top_alone_auc']}")
+        print(f"  {prov['operating_point']}")
+    if args.write:
+        WEIGHTS_FILE.write_text(json.dumps({"models": models}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        load_models.cache_clear()
+        print(f"wrote {WEIGHTS_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

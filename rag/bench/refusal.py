@@ -1,0 +1,227 @@
+"""`python -m rag bench refusal [SET ...]`: does the system refuse what the knowledge base does not say?
+
+Each set is a public BEIR-layout question set whose questions are asked twice against the same
+benchmark knowledge base (``<home>/bench``, shared with ``bench beir``): **as is**, where the
+answer is in the corpus, and **removed**, where a per-question filter at recall time leaves out
+that question's own relevant passages, so the knowledge base no longer holds its answer (the
+distractors stay: same-topic passages that do not answer). A question counts as refused when
+the fallback decision is anything but ``answer`` (refusal or a question back).
+
+Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
+(0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
+``--dump FILE`` writes one JSON line per question with every answerability feature (what
+``rag.bench.fit_answerability`` fits on; only train sets may be fit on).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rag.config import Settings
+from rag.errors import DatasetError
+from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
+from rag.eval.metrics import latency_summary
+from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
+from rag.retrieval.pipeline import retrieve
+from rag.retrieval.trace import FallbackAction
+
+Out = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RefusalSet:
+    name: str
+    folder: str  # under the benchmark data folder
+    split: str
+    train: bool  # may be fit on
+
+
+SETS = {
+    s.name: s
+    for s in (
+        RefusalSet("scifact", "scifact", "test", train=False),
+        RefusalSet("scifact-train", "scifact", "train", train=True),
+        RefusalSet("rgb-zh", "rgb-zh/beir", "test", train=False),
+        RefusalSet("cmrc-trial", "cmrc2018-trial/beir", "train", train=True),
+    )
+}
+DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial")
+CURVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+DOWNLOAD = (
+    "Get the data: SciFact from the BEIR benchmark (scifact.zip), RGB from github.com/chen700564/RGB "
+    "(zh_refine.json, converted to BEIR layout), CMRC 2018 from github.com/ymcui/cmrc2018 (trial split)."
+)
+
+
+def data_root() -> Path:
+    """``$RAG_BENCH_DATA``, default ``data/bench`` (not in git: the sets' licenses forbid copying)."""
+    return Path(os.environ.get("RAG_BENCH_DATA") or "data/bench")
+
+
+def set_folder(rs: RefusalSet, root: Path | None = None) -> Path:
+    folder = (root or data_root()) / rs.folder
+    if not (folder / "corpus.jsonl").exists():
+        raise DatasetError(
+            f"No '{rs.name}' benchmark data at {folder} (corpus.jsonl missing).",
+            fix=f"{DOWNLOAD} Put the folders under data/bench/, or point RAG_BENCH_DATA at a folder "
+            "that holds them (e.g. RAG_BENCH_DATA=../shared/bench).",
+        )
+    return folder
+
+
+@dataclass
+class Row:
+    """One question in one condition: what was decided and why."""
+
+    set: str
+    qid: str
+    condition: str  # as_is | removed
+    question: str
+    refused: bool
+    action: str
+    probability: float | None
+    script: str
+    features: dict[str, float]
+    absent_terms: list[str]
+    ms: float
+
+    @property
+    def answerable(self) -> bool:
+        return self.condition == "as_is"
+
+
+@dataclass
+class SetResult:
+    name: str
+    rows: list[Row] = field(default_factory=list)
+
+    def split(self, condition: str) -> list[Row]:
+        return [r for r in self.rows if r.condition == condition]
+
+    def refused(self, condition: str) -> tuple[int, int]:
+        rows = self.split(condition)
+        return sum(r.refused for r in rows), len(rows)
+
+    def line(self) -> str:
+        a, n = self.refused("removed")
+        b, m = self.refused("as_is")
+        return (
+            f"refusal {self.name}: unanswerable refused {a}/{n} ({_share(a, n)}) · "
+            f"answerable refused {b}/{m} ({_share(b, m)})"
+        )
+
+    def curve(self, thresholds=CURVE) -> list[tuple[float, float, float]]:
+        """(threshold, unanswerable refused, answerable refused) had the threshold been t
+        (on the final attempt's P(answerable); a wider retry it would have caused is not replayed)."""
+        out = []
+        for t in thresholds:
+            shares = []
+            for cond in ("removed", "as_is"):
+                rows = [r for r in self.split(cond) if r.probability is not None]
+                shares.append(sum(r.probability < t for r in rows) / max(len(rows), 1))
+            out.append((t, shares[0], shares[1]))
+        return out
+
+
+def _share(a: int, n: int) -> str:
+    return f"{a / n:.3f}" if n else "n/a"
+
+
+def questions(folder: Path, split: str, limit: int) -> Iterator[tuple[str, str, set[str]]]:
+    """(query id, question, names of its relevant documents)."""
+    data = load_beir(folder, split, load_corpus=False)
+    for qid in list(data.qrels)[: limit or None]:
+        positives = {beir_doc_name(d) for d, g in data.qrels[qid].items() if g > 0}
+        if positives:
+            yield qid, data.queries[qid], positives
+
+
+def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: Settings, filters) -> Row:
+    t0 = time.perf_counter()
+    trace = retrieve(kb, question, settings, filters=filters, persist=False)
+    ms = (time.perf_counter() - t0) * 1000
+    a = trace.answerability
+    action = trace.fallback.action if trace.fallback else FallbackAction.REJECT
+    return Row(
+        rs.name,
+        qid,
+        condition,
+        question,
+        action is not FallbackAction.ANSWER,
+        action.value,
+        a.probability if a else None,
+        a.script if a else "",
+        dict(a.features) if a else {},
+        list(a.absent_terms) if a else [],
+        round(ms, 2),
+    )
+
+
+def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, root: Path | None = None, out: Out = print):
+    folder = set_folder(rs, root)
+    home = settings.replace(home=bench_home(settings))
+    out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
+    kb = ingest_beir(folder, home, default_kb_name(folder), out)
+    names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
+    result = SetResult(rs.name)
+    for i, (qid, question, positives) in enumerate(questions(folder, rs.split, limit), 1):
+        result.rows.append(ask(kb, rs, qid, question, "as_is", home, None))
+        result.rows.append(ask(kb, rs, qid, question, "removed", home, {"doc_ids": names - positives}))
+        if i % 100 == 0:
+            out(f"  {i} questions")
+    return result
+
+
+def print_result(result: SetResult, out: Out = print) -> None:
+    out(result.line())
+    out("  trade-off as the answerability threshold moves (share refused: unanswerable · answerable):")
+    out("  " + "  ".join(f"{t:.1f}: {u:.2f}·{a:.2f}" for t, u, a in result.curve()))
+    for cond in ("as_is", "removed"):
+        lat = latency_summary(r.ms for r in result.split(cond))
+        if lat["p50"] is not None:
+            out(f"  latency {cond}: p50 {lat['p50']:.1f} ms, p95 {lat['p95']:.1f} ms")
+
+
+def dump(results: list[SetResult], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for result in results:
+            for row in result.rows:
+                fh.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")
+
+
+def load_dump(path: Path) -> list[Row]:
+    with path.open(encoding="utf-8") as fh:
+        return [Row(**json.loads(line)) for line in fh if line.strip()]
+
+
+def add_refusal_parser(bsub) -> None:
+    p = bsub.add_parser("refusal", help="refusal of unanswerable questions (answers removed) vs answerable ones")
+    p.add_argument("sets", nargs="*", default=list(DEFAULT_SETS), help=f"any of {', '.join(SETS)}")
+    p.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
+    p.add_argument("--dump", default="", help="write every question's answerability features to this JSONL file")
+    p.add_argument("--fallback", default="", help="fallback policy for this run (fitting uses 'reject': no retries)")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    unknown = [s for s in args.sets if s not in SETS]
+    if unknown:
+        raise DatasetError(f"Unknown refusal set(s) {unknown}.", fix=f"Use any of: {', '.join(SETS)}.")
+    settings = Settings.from_env()
+    if args.fallback:
+        settings = settings.replace(fallback=args.fallback)
+    print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
+    results = []
+    for name in args.sets:
+        result = run_set(SETS[name], settings, args.limit)
+        print_result(result)
+        results.append(result)
+    if args.dump:
+        dump(results, Path(args.dump))
+        print(f"features of {sum(len(r.rows) for r in results)} asks written to {args.dump}")
+    return 0

@@ -1,0 +1,153 @@
+"""The answerability stage: one typed decision, for every question in every language.
+
+``assess`` reads the reranked evidence, the question's salient terms and their document
+frequency in the searched scope (the BM25 index's own postings, after filters), and returns an
+``Answerability`` (trace.py) with every feature, each feature's contribution, the probability,
+the threshold it was compared with, and, when it says no, what was missing, e.g. "The
+documents don't mention 'sabbatical'".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
+from rag.retrieval.answerability.terms import (
+    AnswerKind,
+    asks_for,
+    carries,
+    coverage,
+    idf,
+    question_terms,
+    sentences,
+)
+from rag.retrieval.trace import Answerability
+from rag.store.bm25 import TermStats
+
+__all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "script_of"]
+
+AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
+EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
+_KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
+
+
+@dataclass(frozen=True)
+class EvidenceChunk:
+    """A reranked candidate as the stage sees it (best first)."""
+
+    text: str
+    score: float
+    dense_rank: int | None
+    sparse_rank: int | None
+
+
+def script_of(question: str) -> str:
+    """``cjk`` when most of the question's letters are CJK, else ``latin``."""
+    letters = [ch for ch in question if ch.isalpha()]
+    cjk = sum(1 for ch in letters if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    return "cjk" if letters and cjk / len(letters) > 0.5 else "latin"
+
+
+@dataclass(frozen=True)
+class _Read:
+    """Features plus what the message needs."""
+
+    x: dict[str, float]
+    kind: AnswerKind
+    absent: tuple[str, ...]  # salient terms in no chunk of the scope
+    unheld: tuple[str, ...]  # salient terms (in scope) the best sentence lacks
+    best_sentence: str
+
+
+def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, calibrated: bool = True) -> _Read:
+    """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence."""
+    surface = question_terms(question)
+    weights = {t: idf(stats.df.get(t, 0), max(stats.chunks, 1)) for t in surface}
+    total = sum(weights.values()) or 1.0
+    absent = tuple(surface[t] for t in surface if stats.df.get(t, 0) == 0)
+    missing_share = sum(w for t, w in weights.items() if stats.df.get(t, 0) == 0) / total if weights else 0.0
+    kind = asks_for(question)
+    top = list(ranked[:EVIDENCE_CHUNKS])
+    cover_chunk = coverage(weights, surface, top[0].text).share if top else 0.0
+    best, best_share, best_missing = "", 0.0, tuple(surface.values())
+    for chunk in top:
+        for sent in sentences(chunk.text):
+            cov = coverage(weights, surface, sent)
+            # ties go to the sentence that carries what is asked for
+            key = (cov.share, carries(kind, sent))
+            if not best or key > (best_share, carries(kind, best)):
+                best, best_share, best_missing = sent, cov.share, cov.missing
+    p = [c.score for c in top] if calibrated else []
+    x = {
+        "p_top": p[0] if p else 0.5,
+        "p_margin": (p[0] - p[1]) if len(p) > 1 else (p[0] if p else 0.0),
+        "missing_share": missing_share,
+        "cover_chunk": cover_chunk,
+        "cover_sentence": best_share,
+        "kind_missing": float(bool(top) and kind is not AnswerKind.NONE and not carries(kind, best)),
+        "agree": float(bool(top) and _agree(top[0])),
+    }
+    unheld = tuple(m for m in best_missing if m not in absent)
+    return _Read(x, kind, absent, unheld, best)
+
+
+def _agree(c: EvidenceChunk) -> bool:
+    return all(r is not None and r <= AGREE_TOP for r in (c.dense_rank, c.sparse_rank))
+
+
+def assess(
+    question: str,
+    ranked: Sequence[EvidenceChunk],
+    stats: TermStats,
+    script: str,
+    threshold: float,
+    rule_threshold: float,
+    calibrated: bool = True,
+    model: AnswerabilityModel | None = None,
+) -> Answerability:
+    """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
+    ``best rerank probability >= rule_threshold``."""
+    model = model or model_for(script)
+    read = features(question, ranked, stats, calibrated)
+    if model.is_rule:
+        prob, thr, contrib = read.x["p_top"], rule_threshold, {}
+        if not calibrated:  # no weights shipped and no probability to compare: nothing to decide on
+            thr = 0.0
+    else:
+        prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
+    ok = bool(ranked) and prob >= thr
+    return Answerability(
+        model=model.name,
+        script=script,
+        features={k: round(v, 4) for k, v in read.x.items()},
+        contributions=contrib,
+        bias=model.bias,
+        probability=round(prob, 4),
+        threshold=thr,
+        answerable=ok,
+        asks_for=read.kind.value,
+        absent_terms=list(read.absent),
+        unheld_terms=list(read.unheld),
+        best_sentence=read.best_sentence[:400],
+        reason=_reason(ok, prob, thr, read, bool(ranked)),
+        missing=_missing(read) if not ok else "",
+    )
+
+
+def _reason(ok: bool, prob: float, thr: float, read: _Read, any_evidence: bool) -> str:
+    if not any_evidence:
+        return "no evidence recalled"
+    op = ">=" if ok else "<"
+    return f"P(answerable) {prob:.3f} {op} {thr:.3f}"
+
+
+def _missing(read: _Read) -> str:
+    """What the evidence lacks, in words a user can act on ('' when nothing specific)."""
+    if read.absent:
+        return "The documents don't mention " + ", ".join(f"'{t}'" for t in read.absent[:4]) + "."
+    if read.x["kind_missing"] and read.best_sentence:
+        return f"The closest passage gives no {_KIND_WORDS[read.kind][2:]} where the question asks for {_KIND_WORDS[read.kind]}."
+    if read.unheld:
+        return "No passage says anything about " + " together with ".join(f"'{t}'" for t in read.unheld[:3]) + "."
+    return ""

@@ -1,0 +1,116 @@
+"""The question's focus: its salient terms, what kind of answer it asks for, and whether a
+piece of evidence holds them.
+
+Terms are the BM25 index's own tokens (``rag.store.tokenize``: stemmed English words, jieba
+words for Chinese), so a term's document frequency is read straight from the index, and each
+term keeps the surface form the user typed for messages ("sabbatical", not "sabbat").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from rag.store.tokenize import tokenize
+
+# Words that shape a question but are not its subject: a document rarely contains "how" or
+# "什么", so counting them would read as "the documents don't mention it".
+QUESTION_WORDS_EN = frozenset(
+    "what which who whom whose when where why how many much does do did done doing is are was were be been "
+    "can could should would will shall may might must has have had having any some there get got please tell "
+    "me my we our us you your i about also exist exists".split()
+)
+QUESTION_WORDS_ZH = frozenset(
+    "什么 哪些 哪个 哪里 哪儿 哪位 哪家 哪年 哪一年 哪天 哪一天 哪国 哪 多少 几 几个 几年 几次 几名 几人 如何 怎么 怎样 怎么样 "
+    "为什么 为何 是否 是不是 吗 呢 吧 啊 谁 请问 有 有没有 没有 会 能 可以 要 需要 何时 什么时候 时候 多久 多长 多大 "
+    "一下 请 我 我们 你 你们 他 她 它 哪些人 什么样 多少钱 怎么办 是 为 被 给 让 对 从 到 把 向 上 下 中 个 些".split()
+)
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|[^\W_]+", re.UNICODE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+
+
+class AnswerKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
+    """What a question asks for, when its wording says so."""
+
+    DATE = "date"  # when / 何时 / 哪一年
+    NUMBER = "number"  # how many / how much / 多少 / 几
+    PERSON = "person"  # who / 谁
+    NONE = ""  # no particular kind (or a claim, not a question)
+
+
+_ASKS = (
+    (AnswerKind.DATE, re.compile(r"\b(when|what (year|date|day|month|time)|which (year|date|day|month))\b", re.I)),
+    (AnswerKind.DATE, re.compile(r"何时|什么时候|哪一?年|哪一?天|几月|几号|几日|什么时间|哪个月|日期")),
+    (AnswerKind.NUMBER, re.compile(r"\bhow (many|much|long|old|often|far|large|big)\b|\bwhat (percentage|number|share)\b", re.I)),
+    (AnswerKind.NUMBER, re.compile(r"多少|几[个名人次位家项天年岁分秒种条只架部所%]|多久|多长|多大|多高|多重|百分之几|几成")),
+    (AnswerKind.PERSON, re.compile(r"\b(who|whom|whose)\b", re.I)),
+    (AnswerKind.PERSON, re.compile(r"谁|哪位|什么人|哪个人")),
+)
+_MONTHS = "january february march april may june july august september october november december"
+_HAS = {
+    AnswerKind.DATE: re.compile(
+        r"\b(1[5-9]\d\d|20\d\d)\b|\d{1,4}\s*[年月日号]|[一二三四五六七八九十〇零]+[年月日号]|"
+        rf"\b({'|'.join(_MONTHS.split())}|{'|'.join(m[:3] for m in _MONTHS.split())})\b|"
+        r"\d{1,2}[/-]\d{1,2}|(?:上|下|本|去|今|明|前|后)(?:年|月|周)|周[一二三四五六日]|星期",
+        re.I,
+    ),
+    AnswerKind.NUMBER: re.compile(r"\d|[一二两三四五六七八九十百千万亿]|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|thousand|million|billion|dozen|half|twice)\b", re.I),
+    # a capitalised word not opening the sentence, or a Chinese name-like run before a verb of saying/being
+    AnswerKind.PERSON: re.compile(r"(?<=[a-z,;:]\s)[A-Z][a-z]+|[\u4e00-\u9fff]{2,4}(?:先生|女士|教授|博士|总统|主席|总理|部长|经理|主任|董事长|表示|说|称|担任|出任|当选)"),
+}
+
+
+def asks_for(question: str) -> AnswerKind:
+    """The kind of answer the wording asks for (the first that matches)."""
+    for kind, pattern in _ASKS:
+        if pattern.search(question):
+            return kind
+    return AnswerKind.NONE
+
+
+def carries(kind: AnswerKind, text: str) -> bool:
+    """Whether ``text`` holds an answer of ``kind`` (a date, a number, a name); always for NONE."""
+    return kind is AnswerKind.NONE or bool(_HAS[kind].search(text))
+
+
+def question_terms(question: str) -> dict[str, str]:
+    """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen)."""
+    out: dict[str, str] = {}
+    for word in _WORD.findall(question):
+        if word.lower() in QUESTION_WORDS_EN:
+            continue
+        for term in tokenize(word):
+            if term in QUESTION_WORDS_ZH or term in QUESTION_WORDS_EN or not term.strip():
+                continue
+            out.setdefault(term, term if _CJK_CHAR.search(term) else word)
+    return out
+
+
+def idf(df: int, n: int) -> float:
+    """BM25's (Lucene) inverse document frequency; a term absent from the scope weighs most."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def sentences(text: str) -> list[str]:
+    """Coarse sentences (coverage is all they are for: no offsets needed)."""
+    return [s for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of the question's weight one text holds."""
+
+    share: float  # idf-weighted share of the question's terms present
+    missing: tuple[str, ...]  # terms (surface forms) not present
+
+
+def coverage(weights: dict[str, float], surface: dict[str, str], text: str) -> Coverage:
+    total = sum(weights.values())
+    if total <= 0:
+        return Coverage(1.0, ())
+    present = set(tokenize(text))
+    held = sum(w for t, w in weights.items() if t in present)
+    return Coverage(held / total, tuple(surface[t] for t in weights if t not in present))

@@ -1,0 +1,125 @@
+"""Answerability features on hand-built inputs: exact terms, document frequencies and coverage."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag.retrieval.answerability import EvidenceChunk, assess, features, script_of
+from rag.retrieval.answerability.model import AnswerabilityModel
+from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, idf, question_terms
+from rag.store.bm25 import BM25Index, TermStats
+
+
+def test_question_terms_keep_the_subject_and_the_surface_form():
+    assert question_terms("How many days of paid sabbatical do employees get?") == {
+        "day": "days",
+        "paid": "paid",
+        "sabbat": "sabbatical",
+        "employe": "employees",
+    }
+    zh = question_terms("上海办公室员工出差住宿费每晚上限是多少？")
+    assert "多少" not in zh and "是" not in zh
+    assert {"上海", "办公室", "住宿费", "上限"} <= set(zh)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When was the policy last revised?", AnswerKind.DATE),
+        ("What year did the office open?", AnswerKind.DATE),
+        ("How many days of leave do I get?", AnswerKind.NUMBER),
+        ("Who approves exceptions?", AnswerKind.PERSON),
+        ("2022年冬奥会在哪一年举办？", AnswerKind.DATE),
+        ("印控克什米尔寺庙踩踏事故死亡人数是多少", AnswerKind.NUMBER),
+        ("谁获得了2022年诺贝尔文学奖？", AnswerKind.PERSON),
+        ("0-dimensional biomaterials lack inductive properties.", AnswerKind.NONE),
+    ],
+)
+def test_asks_for(question, kind):
+    assert asks_for(question) is kind
+
+
+def test_carries():
+    assert carries(AnswerKind.DATE, "The office opened in March 2019.")
+    assert carries(AnswerKind.DATE, "会议于2022年2月4日开幕。")
+    assert not carries(AnswerKind.DATE, "The office is in Berlin.")
+    assert carries(AnswerKind.NUMBER, "造成至少12人死亡")
+    assert carries(AnswerKind.NUMBER, "二十五天带薪年假")
+    assert not carries(AnswerKind.NUMBER, "Employees get paid leave.")
+    assert carries(AnswerKind.NONE, "anything")
+
+
+def test_script_of():
+    assert script_of("住宿费每晚上限是多少？") == "cjk"
+    assert script_of("What is the RCEP?") == "latin"
+    assert script_of("RCEP具体包括哪些国家") == "cjk"
+
+
+@pytest.fixture()
+def index():
+    docs = [
+        ("a:1:1:0", "Employees get 25 days of paid annual leave."),
+        ("a:1:1:1", "Unused leave days expire in March."),
+        ("b:1:1:0", "Hotels are capped at 180 EUR a night."),
+        ("c:1:1:0", "员工每年享有十五天带薪年假。"),
+    ]
+    return BM25Index.build(docs, version=1)
+
+
+def test_term_stats_counts_chunks_within_the_scope(index):
+    all_docs = index.term_stats(["leav", "day", "hotel", "sabbat", "带薪"])
+    assert all_docs.chunks == 4
+    assert all_docs.df == {"leav": 2, "day": 2, "hotel": 1, "sabbat": 0, "带薪": 1}
+    scoped = index.term_stats(["leav", "hotel", "带薪"], doc_ids={"b", "c"})
+    assert scoped.chunks == 2
+    assert scoped.df == {"leav": 0, "hotel": 1, "带薪": 1}
+
+
+def test_features_exact_values():
+    stats = TermStats(10, {"day": 2, "paid": 1, "leav": 2, "employe": 5})
+    w = {t: idf(df, 10) for t, df in stats.df.items()}
+    chunks = [
+        EvidenceChunk("Leave policy\nEmployees get 25 days of paid leave. Meals are covered.", 0.8, 1, 2),
+        EvidenceChunk("Paid parking is available.", 0.3, 9, 1),
+    ]
+    r = features("How many days of paid leave do employees get?", chunks, stats)
+    assert r.kind is AnswerKind.NUMBER
+    assert r.x["p_top"] == 0.8 and r.x["p_margin"] == pytest.approx(0.5)
+    assert r.x["missing_share"] == 0.0 and r.absent == ()
+    assert r.x["cover_chunk"] == pytest.approx(1.0)
+    assert r.x["cover_sentence"] == pytest.approx(1.0)
+    assert r.best_sentence == "Employees get 25 days of paid leave."
+    assert r.x["kind_missing"] == 0.0 and r.x["agree"] == 1.0
+    # the same question over a scope that never says "paid": its weight is missing
+    stats2 = TermStats(10, {**stats.df, "paid": 0})
+    r2 = features("How many days of paid leave do employees get?", chunks[1:], stats2)
+    assert r2.absent == ("paid",)
+    total = idf(2, 10) * 2 + idf(0, 10) + idf(5, 10)
+    assert r2.x["missing_share"] == pytest.approx(idf(0, 10) / total)
+    assert r2.x["cover_chunk"] == pytest.approx(idf(0, 10) / total)  # "Paid parking": only "paid" present
+    assert r2.x["kind_missing"] == 1.0  # asks for a number; "Paid parking is available." holds none
+    assert r2.x["agree"] == 0.0  # dense rank 9 > 5
+    assert math.isclose(sum(w.values()), idf(2, 10) * 2 + idf(1, 10) + idf(5, 10))
+
+
+def test_assess_fitted_model_says_what_is_missing():
+    model = AnswerabilityModel("test", ("p_top", "missing_share"), (4.0, -8.0), -2.0)
+    stats = TermStats(10, {"day": 2, "sabbat": 0, "employe": 5})
+    chunks = [EvidenceChunk("Employees get 25 days of paid annual leave.", 0.9, 1, 1)]
+    a = assess("How many days of sabbatical do employees get?", chunks, stats, "latin", 0.5, 0.59, model=model)
+    assert not a.answerable and a.absent_terms == ["sabbatical"]
+    assert a.missing == "The documents don't mention 'sabbatical'."
+    assert a.contributions["p_top"] == pytest.approx(3.6)
+    assert a.probability < 0.5 and "P(answerable)" in a.reason and "< 0.500" in a.reason
+    ok = assess("How many days do employees get?", chunks, TermStats(10, {"day": 2, "employe": 5}), "latin", 0.5, 0.59, model=model)
+    assert ok.answerable and ok.missing == ""
+
+
+def test_rule_model_compares_the_best_probability():
+    rule = AnswerabilityModel("rule")
+    chunks = [EvidenceChunk("Employees get 25 days of leave.", 0.58, 1, 1)]
+    a = assess("How many days do employees get?", chunks, TermStats(5, {"day": 1, "employe": 1}), "latin", 0.5, 0.59, model=rule)
+    assert not a.answerable and a.threshold == 0.59 and a.probability == 0.58
+    assert not assess("anything", [], TermStats(0, {}), "latin", 0.5, 0.59, model=rule).answerable
