@@ -64,23 +64,24 @@ def test_llm_judge_and_bad_llm_output_falls_back_to_rules():
 
 
 def test_strong_evidence_answers(kb):
-    t = retrieve(kb, "How many days of paid annual leave?", kb.settings.replace(rerank_threshold=0.0))
+    t = retrieve(kb, "How many days of paid annual leave?", kb.settings.replace(rerank_threshold=0.0, answerable_threshold=0.0))
     assert t.fallback.action is FallbackAction.ANSWER and t.attempts == 1
     assert t.evidence() and all(c.dropped_by is None for c in t.evidence())
 
 
 def test_retry_wider_really_widens(kb):
-    t = retrieve(kb, "office plants and chairs policy", kb.settings.replace(rerank_threshold=0.999))
+    forced = kb.settings.replace(rerank_threshold=0.999, answerable_threshold=0.999)
+    t = retrieve(kb, "office plants and chairs", forced)
     assert t.attempts == 2
     assert "attempt 1" in t.fallback.reason and "retry" not in t.fallback.action.value
     assert len(t.queries[0].dense_ids) == 6 and len(t.queries[0].sparse_ids) == 6  # recall_k 3 -> 6
     assert any(c.dropped_by is Dropped.RECALL_CUT for c in t.candidates)
-    assert t.fallback.action is FallbackAction.REJECT and t.fallback.message == REFUSAL_TEXT
+    assert t.fallback.action is FallbackAction.REJECT and t.fallback.message.endswith(REFUSAL_TEXT)
     assert not t.evidence() and any(c.dropped_by is Dropped.THRESHOLD for c in t.candidates)
 
 
 def test_vague_question_gets_a_question_back(kb):
-    t = retrieve(kb, "and this?", kb.settings.replace(rerank_threshold=0.999))
+    t = retrieve(kb, "and this?", kb.settings.replace(rerank_threshold=0.999, answerable_threshold=0.999))
     assert t.fallback.action is FallbackAction.CLARIFY and t.fallback.message.endswith("period.")
 
 
@@ -91,3 +92,11 @@ def test_nothing_recalled_never_crashes(kb):
     empty = FakeKB("empty", [], HashEmbedder())
     t = retrieve(empty, "annual leave days")
     assert t.candidates == [] and t.fallback.best_score is None
+
+
+def test_a_term_the_documents_never_use_is_refused_without_a_wider_retry(kb):
+    t = retrieve(kb, "How many days of paid sabbatical do employees get?")  # real default thresholds
+    assert t.fallback.action is FallbackAction.REJECT and t.attempts == 1
+    assert t.answerability.absent_terms == ["sabbatical"] and not t.answerability.answerable
+    assert t.fallback.message.startswith("The documents don't mention 'sabbatical'.")
+    assert "P(answerable)" in t.fallback.reason

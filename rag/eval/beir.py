@@ -81,6 +81,9 @@ def iter_queries(path: str | Path) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """``(query id, text, metadata)`` for each line of ``queries.jsonl``."""
     for lineno, obj in _iter_jsonl(_find(Path(path), "queries.jsonl")):
         qid = _field(obj, "_id", lineno, "queries.jsonl")
+        if "text" in obj and not str(obj["text"]).strip():  # e.g. CMRC 2018 trial TRIAL_776_QUERY_4
+            log.warning("queries.jsonl, line %d: query %s has an empty text; skipped", lineno, qid)
+            continue
         text = _field(obj, "text", lineno, "queries.jsonl")
         meta = obj.get("metadata")
         yield str(qid), str(text), meta if isinstance(meta, dict) else {}

