@@ -27,7 +27,7 @@ def settings() -> Settings:
 
 @st.cache_resource(show_spinner="Loading the embedding model…")
 def embedder():
-    from rag.models import load_embedder
+    from rag.embedder import load_embedder
 
     return load_embedder(settings())
 
@@ -49,7 +49,7 @@ def reranker_label(name: str):
 
 @st.cache_resource(show_spinner="Loading the language model…")
 def _llm():
-    from rag.answer import build_llm
+    from rag.llm import build_llm
 
     return build_llm(settings())
 
@@ -67,7 +67,7 @@ def llm_text() -> str:
     s = settings()
     if s.llm in ("none", "extractive"):
         return "none — extractive answers"
-    from rag.answer import llm_label
+    from rag.llm import llm_label
 
     return str(llm_label(s, llm()))
 

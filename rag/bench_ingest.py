@@ -57,8 +57,8 @@ def run(path: Path, limit: int = 0) -> dict[str, float]:
 
 
 def _measure(items: list[UploadItem], home: Path) -> dict[str, float]:
+    from rag.embedder import load_embedder
     from rag.kb import KnowledgeBase
-    from rag.models import load_embedder
 
     settings = Settings.from_env(home=home, chroma_host="")
     embedder = load_embedder(settings)

@@ -16,8 +16,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from rag.answer.llm import build_llm
     from rag.kb import KnowledgeBase
+    from rag.llm import build_llm
     from rag.service import ask
 
     settings = Settings.from_env()

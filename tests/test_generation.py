@@ -24,10 +24,10 @@ from rag.answer import (
 )
 from rag.answer.citations import CitationValidator
 from rag.answer.extractive import ExtractiveGenerator
-from rag.answer.llm import build_openai
 from rag.answer.support import EvidenceIndex
 from rag.config import Settings
 from rag.errors import ConfigError, InvalidQuery, LLMError, LLMOutputError
+from rag.llm import build_openai
 
 SCRIPTED = Settings(llm="scripted")
 QUESTION = "How long do I have to ask for a refund?"

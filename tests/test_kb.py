@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
+from rag.embedder import Embedder
 from rag.errors import DocumentNotFound, EmbeddingModelMismatch
 from rag.ingest.pipeline import UploadItem
-from rag.models import Embedder
 
 HANDBOOK = b"""# Handbook
 

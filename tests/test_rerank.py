@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rag.config import BUNDLED_EMBEDDER, Settings
+from rag.embedder import bundled_path
 from rag.errors import ConfigError
-from rag.models import bundled_path
 from rag.records import ChunkRecord, Hit
 from rag.retrieval.fusion import RankedList, Source, rrf_fuse
 from rag.retrieval.rerankers import REGISTRY, EmbedderVectors, make_reranker

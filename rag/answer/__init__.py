@@ -1,12 +1,11 @@
 """Answers with verified citations: generators, validation (fail-closed), spans, streaming.
 
 Entry points: ``answer_question`` (an ``Answer``) and ``stream_answer`` (``AnswerEvent``s).
-``complete_json`` is the LLM hook for query rewrite and fallback judgement.
+The LLM hook both stages use lives below them, in ``rag.llm``.
 """
 
 from rag.answer.base import GENERATORS, DraftRequest, Generator, make_generator
 from rag.answer.citations import CitationValidator, parse_citations, strip_citations
-from rag.answer.llm import build_llm, bundled_gguf, complete_json, llm_label
 from rag.answer.loop import MAX_CORRECTIONS, answer_question, stream_answer
 from rag.answer.result import (
     REFUSAL_TEXT,
@@ -45,10 +44,6 @@ __all__ = [
     "SentenceKind",
     "SupportScore",
     "answer_question",
-    "build_llm",
-    "bundled_gguf",
-    "complete_json",
-    "llm_label",
     "make_generator",
     "parse_citations",
     "render_markdown",

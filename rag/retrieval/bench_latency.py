@@ -75,9 +75,9 @@ def synthetic_docs(pool: list[str], n: int, seed: int = 7) -> list[tuple[str, by
 
 def build_index(settings: Settings, size: int, pool: list[str], out=print):
     """The cached ``lat-<size>`` knowledge base (built with the hashing stand-in when missing)."""
+    from rag.embedder import load_embedder
     from rag.ingest.pipeline import UploadItem
     from rag.kb import KnowledgeBase
-    from rag.models import load_embedder
 
     real = load_embedder(settings)
     name = f"lat-{size}"

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
+from rag.records import ModelLabel
+
 
 class Dropped(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     """Why a candidate is not in the final evidence."""
@@ -31,20 +33,6 @@ class FallbackAction(str, Enum):  # noqa: UP042
     RETRY_WIDER = "retry_wider"
     CLARIFY = "clarify"
     REJECT = "reject"
-
-
-@dataclass
-class ModelLabel:
-    """Which model produced a score, and whether it is a stand-in for what was configured."""
-
-    backend: str
-    model: str
-    stand_in: bool = False
-    note: str = ""
-
-    def __str__(self) -> str:
-        s = f"{self.backend}:{self.model}"
-        return f"{s} (stand-in: {self.note})" if self.stand_in else s
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag.models import resolve_model_path
+from rag.embedder import resolve_model_path
 from rag.retrieval.fusion import Fused
 from rag.retrieval.rerankers.base import Reranker
 from rag.retrieval.trace import ModelLabel

