@@ -5,7 +5,7 @@ import uuid
 import streamlit as st
 
 import appkit
-from rag import service
+from rag import ask
 from rag.answer import EventKind
 from rag.chatview import (
     INSPECTOR_CONVERSATION,
@@ -31,12 +31,12 @@ def _new_conversation() -> None:
 
 
 def _conversation_options() -> dict[str, str]:
-    order = [c for c in service.conversations(kb) if c != INSPECTOR_CONVERSATION]
+    order = [c for c in ask.conversations(kb) if c != INSPECTOR_CONVERSATION]
     if "conversation" not in st.session_state:
         wanted = st.query_params.get("c") or st.session_state.get("_conversation")
         st.session_state["conversation"] = wanted or (order[0] if order else uuid.uuid4().hex[:12])
     current = st.session_state["conversation"]
-    labels = conversation_labels(order, service.recent_turns(kb, 500))
+    labels = conversation_labels(order, ask.recent_turns(kb, 500))
     return labels if current in labels else {current: "New conversation", **labels}
 
 
@@ -82,7 +82,7 @@ def _turn(turn) -> None:
     with st.chat_message("user"):
         st.markdown(md_escape(turn.question))
     with st.chat_message("assistant"):
-        trace = service.load_trace(kb, turn.trace_id)
+        trace = ask.load_trace(kb, turn.trace_id)
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
         _outcome(turn.answer)
@@ -107,7 +107,7 @@ def _ask(question: str, conversation: str) -> bool:
         cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
         view = AnswerStream()
         try:
-            for kind, payload in service.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
+            for kind, payload in ask.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
                 if kind == "trace":
                     status.update(label=f"Retrieved in {payload.timings_ms.get('total', 0):.0f} ms", state="complete")
                     continue
@@ -134,7 +134,7 @@ top[1].button("New conversation", key="new_conversation", on_click=_new_conversa
 conversation = st.session_state["_conversation"] = st.session_state["conversation"]
 st.query_params["c"] = conversation
 
-history = service.history(kb, conversation)
+history = ask.history(kb, conversation)
 for past in history:
     _turn(past)
 

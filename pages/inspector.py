@@ -3,7 +3,7 @@
 import streamlit as st
 
 import appkit
-from rag import service
+from rag import ask
 from rag.charts import rank_flow_figure, score_figure, timings_figure
 from rag.chatview import INSPECTOR_CONVERSATION, answer_markdown, outcome
 from rag.highlight import md_escape
@@ -36,7 +36,7 @@ def _targets() -> dict[str, str]:
     trace_id = st.query_params.get("trace")
     if trace_id and not st.query_params.get("turn"):
         options[f"trace:{trace_id}"] = f"Trace {trace_id} (opened from a link)"
-    for t in service.recent_turns(kb, 200):
+    for t in ask.recent_turns(kb, 200):
         where = "Inspector" if t.conversation == INSPECTOR_CONVERSATION else "Chat"
         options[f"turn:{t.id}"] = f"{t.question[:90]} · {t.kind} · {where} · {t.created_at[:16].replace('T', ' ')}"
     return options
@@ -61,7 +61,7 @@ def _ask_new() -> None:
     if go and question.strip():
         try:
             with st.spinner("Retrieving and answering…"):
-                turn, _ = service.ask(kb, question, appkit.settings(), appkit.llm(), INSPECTOR_CONVERSATION)
+                turn, _ = ask.ask(kb, question, appkit.settings(), appkit.llm(), INSPECTOR_CONVERSATION)
         except Exception as exc:  # shown with its fix
             appkit.show_error(exc)
             return
@@ -83,8 +83,8 @@ def _follow_in_url(target: str) -> None:
 
 def _load(target: str):
     kind, _, ident = target.partition(":")
-    turn = service.get_turn(kb, ident) if kind == "turn" else None
-    trace = service.load_trace(kb, turn.trace_id if turn else ident)
+    turn = ask.get_turn(kb, ident) if kind == "turn" else None
+    trace = ask.load_trace(kb, turn.trace_id if turn else ident)
     return turn, trace
 
 

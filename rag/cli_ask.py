@@ -16,9 +16,9 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from rag.ask import ask
     from rag.kb import KnowledgeBase
     from rag.llm import build_llm
-    from rag.service import ask
 
     settings = Settings.from_env()
     kb = KnowledgeBase(args.kb, settings, create=False)

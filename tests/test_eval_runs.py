@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from rag.ask import conversations, load_trace
 from rag.eval.beir_import import import_beir
 from rag.eval.builder import add_judgement, goldset_paths, question_slug, remove_judgement
 from rag.eval.goldset import GoldSet, Passage, load_goldset, parse_goldset
@@ -20,7 +21,6 @@ from rag.eval.results import EvalRun, QuestionResult
 from rag.eval.runs import compare_runs, list_runs, load_run, run_goldset, to_csv, to_json
 from rag.eval.runstore import RunNotFound
 from rag.eval.tables import comparison_text, run_text
-from rag.service import conversations, load_trace
 from tests.conftest import ROOT
 
 DOCS = {

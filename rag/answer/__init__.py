@@ -6,7 +6,7 @@ The LLM hook both stages use lives below them, in ``rag.llm``.
 
 from rag.answer.base import GENERATORS, DraftRequest, Generator, make_generator
 from rag.answer.citations import CitationValidator, parse_citations, strip_citations
-from rag.answer.loop import MAX_CORRECTIONS, answer_question, stream_answer
+from rag.answer.pipeline import MAX_CORRECTIONS, answer_question, stream_answer
 from rag.answer.result import (
     REFUSAL_TEXT,
     Answer,

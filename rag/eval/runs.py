@@ -8,7 +8,7 @@ The API the Evaluation page and the CLI use::
     compare_runs(a, b, metric="ndcg@10", stage="evidence", level="auto") -> RunComparison
     to_csv(run) -> str;  to_json(run) -> str
 
-Every question goes through the same code path as Chat (``rag.service.stream_ask``): retrieval
+Every question goes through the same code path as Chat (``rag.ask.stream_ask``): retrieval
 with a persisted trace, then the validated answer or the fallback's refusal / question back.
 The chat turn itself is not stored, so evaluation does not fill the chat history; each
 result keeps its trace id for the Inspector. With ``answers=False`` only retrieval runs and
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.answer.result import Answer, EventKind
+from rag.ask import Turn, stream_ask
 from rag.config import Settings
 from rag.errors import RagError
 from rag.eval.anchoring import anchor_goldset
@@ -42,7 +43,6 @@ from rag.eval.scoring import score_question
 from rag.eval.summary import summarize
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
-from rag.service import Turn, stream_ask
 from rag.store.catalog import now
 
 __all__ = [
