@@ -15,7 +15,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag.config import Settings  # noqa: E402
 from rag.errors import RagError  # noqa: E402
-from rag.highlight import md_escape  # noqa: E402
+from rag.views.highlight import md_escape  # noqa: E402
 
 INSPECTOR = "pages/inspector.py"
 

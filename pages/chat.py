@@ -7,7 +7,8 @@ import streamlit as st
 import appkit
 from rag import ask
 from rag.answer import EventKind
-from rag.chatview import (
+from rag.demo import DEMO_KB, example_questions
+from rag.views.chat import (
     INSPECTOR_CONVERSATION,
     AnswerStream,
     answer_markdown,
@@ -17,8 +18,7 @@ from rag.chatview import (
     outcome,
     unscored_note,
 )
-from rag.demo import DEMO_KB, example_questions
-from rag.highlight import md_escape
+from rag.views.highlight import md_escape
 
 appkit.page_setup()
 

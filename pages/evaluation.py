@@ -5,11 +5,12 @@ from pathlib import Path
 import streamlit as st
 
 import appkit
-from rag.charts import metrics_figure
 from rag.errors import RagError
 from rag.eval.goldset import parse_goldset
 from rag.eval.runs import compare_runs, goldset_paths, goldsets_dir, list_runs, load_run, run_goldset, to_csv, to_json
-from rag.evalview import (
+from rag.retrieval.rerankers import REGISTRY
+from rag.views.charts import metrics_figure
+from rag.views.evaluation import (
     delta_frame,
     headline,
     levels,
@@ -19,8 +20,7 @@ from rag.evalview import (
     run_label,
     stage_table,
 )
-from rag.highlight import md_escape
-from rag.retrieval.rerankers import REGISTRY
+from rag.views.highlight import md_escape
 
 appkit.page_setup()
 

@@ -4,10 +4,10 @@ import streamlit as st
 
 import appkit
 from rag import ask
-from rag.charts import rank_flow_figure, score_figure, timings_figure
-from rag.chatview import INSPECTOR_CONVERSATION, answer_markdown, outcome
-from rag.highlight import md_escape
-from rag.ledger import (
+from rag.views.charts import rank_flow_figure, score_figure, timings_figure
+from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown, outcome
+from rag.views.highlight import md_escape
+from rag.views.ledger import (
     bm25_label,
     diff_summary,
     filter_ledger,
@@ -20,7 +20,7 @@ from rag.ledger import (
     status_options,
     timings_frame,
 )
-from rag.sources import source_views
+from rag.views.sources import source_views
 
 appkit.page_setup()
 
@@ -143,7 +143,7 @@ def _ledger(trace) -> None:
 
 
 def _ledger_columns(trace) -> dict:
-    """Column headers, number formats and help (naming the model behind each score) from rag.ledger."""
+    """Column headers, number formats and help (naming the model behind each score) from rag.views.ledger."""
     out = {}
     for col, (label, fmt, help_text) in ledger_columns(trace).items():
         kind = st.column_config.NumberColumn if fmt else st.column_config.TextColumn

@@ -4,9 +4,9 @@ import pandas as pd
 import streamlit as st
 
 import appkit
-from rag.highlight import md_escape
 from rag.ingest.pipeline import UploadItem
 from rag.ingest.safety import SUPPORTED_EXTENSIONS
+from rag.views.highlight import md_escape
 
 appkit.page_setup()
 

@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag import ask
 from rag.config import Settings
-from rag.highlight import md_escape
+from rag.views.highlight import md_escape
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 240

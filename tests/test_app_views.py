@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind
-from rag.charts import rank_flow_figure, score_figure, timings_figure
-from rag.chatview import AnswerStream, answer_markdown, conversation_labels, footnotes, outcome
-from rag.ledger import filter_ledger, ledger_frame, query_frame, rank_flow, replay_frame, score_frame, timings_frame
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
-from rag.sources import source_views
+from rag.views.charts import rank_flow_figure, score_figure, timings_figure
+from rag.views.chat import AnswerStream, answer_markdown, conversation_labels, footnotes, outcome
+from rag.views.ledger import (
+    filter_ledger,
+    ledger_frame,
+    query_frame,
+    rank_flow,
+    replay_frame,
+    score_frame,
+    timings_frame,
+)
+from rag.views.sources import source_views
 
 DOC = "Intro line.\nFull-time staff get 25 days <img src=x onerror=alert(1)> of leave.\nTail text here."
 
@@ -203,8 +211,8 @@ def test_conversation_labels_use_first_question_and_skip_inspector():
 
 
 def test_diff_summary_names_settings_fallback_and_moves():
-    from rag.ledger import diff_summary
     from rag.retrieval.replay import diff_traces
+    from rag.views.ledger import diff_summary
 
     old, new = make_trace(), make_trace()
     new.settings = {**new.settings, "top_n": 1, "rerank_threshold": 0.95}
@@ -220,8 +228,8 @@ def test_diff_summary_names_settings_fallback_and_moves():
 def test_answer_without_a_calibrated_score_says_so(make_kb):
     """A Chinese question goes to BM25 only (the bundled embedder is English-only): the fused
     order has no calibrated score, so the chat says the evidence was not scored."""
-    from rag.chatview import unscored_note
     from rag.retrieval.pipeline import retrieve
+    from rag.views.chat import unscored_note
 
     kb = make_kb("zh")
     kb.ingest_file(

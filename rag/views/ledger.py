@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from rag.highlight import md_escape
 from rag.retrieval.trace import Candidate, Trace
+from rag.views.highlight import md_escape
 
 STAGES = ("dense", "BM25", "RRF", "rerank", "final")
 _STAGE_ATTR = {

@@ -1,4 +1,4 @@
-"""Plotly figures for the Inspector and Evaluation pages, built from ``rag.ledger`` frames.
+"""Plotly figures for the Inspector and Evaluation pages, built from ``rag.views.ledger`` frames.
 
 Pure functions returning ``go.Figure``; the pages only pass them to ``st.plotly_chart``.
 Text from documents reaches figures only as hover text and labels, which Plotly renders as
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from rag.highlight import escape
-from rag.ledger import STAGES
+from rag.views.highlight import escape
+from rag.views.ledger import STAGES
 
 STATUS_COLORS = {"evidence": "#1f9d55", "neighbour": "#6cb2eb", "dropped": "#b8c2cc"}
 _X = {stage: i for i, stage in enumerate(STAGES)}

@@ -1,7 +1,7 @@
 """The Inspector's source view: each evidence chunk with its cited spans highlighted, and its neighbours.
 
 Citation spans are document offsets, so the same span highlights correctly in the chunk and in
-an overlapping neighbour. All text is escaped by ``rag.highlight`` before any markup is added.
+an overlapping neighbour. All text is escaped by ``rag.views.highlight`` before any markup is added.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rag.answer import Answer, Citation
-from rag.highlight import Span, breadcrumb, passage_html
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Trace
+from rag.views.highlight import Span, breadcrumb, passage_html
 
 
 @dataclass

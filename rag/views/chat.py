@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 from rag.answer import Answer, AnswerEvent, Citation, EventKind
 from rag.answer.citations import CITATION_RE
-from rag.highlight import Span, breadcrumb, excerpt_html, md_escape
-from rag.ledger import preview
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.trace import Candidate, FallbackAction
+from rag.views.highlight import Span, breadcrumb, excerpt_html, md_escape
+from rag.views.ledger import preview
 
 FOOTNOTE_CONTEXT = 200  # characters of source shown around a cited span
 _PREFIXES = {"clarify: ": "clarify", "fallback: ": "refusal"}
