@@ -1,15 +1,9 @@
-"""Subcommands that belong to later stages (ask, eval, bench, export/import); each imports its feature lazily."""
+"""`python -m rag bench {ingest,beir,query,pages}`: benchmarks that print figures (rag.bench)."""
 
 from __future__ import annotations
 
 
-def register(sub) -> None:
-    from rag import cli_ask, cli_backup, cli_eval
-
-    cli_ask.add_parser(sub)
-    cli_ask.add_calibrate_parser(sub)
-    cli_eval.add_parsers(sub)
-    cli_backup.add_parsers(sub)
+def add_parsers(sub) -> None:
     s = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = s.add_subparsers(dest="bench", required=True)
     b = bsub.add_parser("ingest", help="ingest throughput vs the raw encoder and a plain LlamaIndex build")

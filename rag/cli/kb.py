@@ -1,15 +1,9 @@
-"""Command line: python -m rag {ingest,docs,delete,search,ask,reindex,demo,eval,bench}.
-
-User-fixable problems print one line (what happened + what to do) and exit 2;
-never a traceback.
-"""
+"""`python -m rag {ingest,docs,delete,search,reindex,demo}`: a knowledge base and its documents."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
 from pathlib import Path
 
 from rag.config import Settings
@@ -102,60 +96,39 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m rag", description="Ragscope: ask your documents, see why.")
-    p.add_argument("-v", "--verbose", action="store_true")
-    sub = p.add_subparsers(dest="cmd", required=True)
-
+def add_parsers(sub) -> None:
     s = sub.add_parser("ingest", help="add or update documents")
     s.add_argument("paths", nargs="+")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.add_argument("--tag", action="append")
     s.add_argument("--date", help="document date, YYYY-MM-DD (for date filters)")
     s.set_defaults(func=cmd_ingest)
 
     s = sub.add_parser("docs", help="list documents")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_docs)
 
     s = sub.add_parser("delete", help="delete a document (id or name)")
     s.add_argument("doc")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.set_defaults(func=cmd_delete)
 
     s = sub.add_parser("search", help="dense and BM25 hits with scores")
     s.add_argument("query")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.add_argument("-k", type=int, default=5)
     s.set_defaults(func=cmd_search)
 
     s = sub.add_parser("reindex", help="re-embed every document with the configured embedder")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.set_defaults(func=cmd_reindex)
 
     s = sub.add_parser("demo", help="build the demo knowledge base")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_demo)
 
-    _register_extensions(sub)
-    return p
 
-
-def _register_extensions(sub) -> None:
-    """Subcommands that live beside their feature (ask, eval, bench, export)."""
-    from rag import cli_ext
-
-    cli_ext.register(sub)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
-    try:
-        return int(args.func(args) or 0)
-    except RagError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def add_kb_argument(parser, **kwargs) -> None:
+    """``--kb NAME``, defaulting to the knowledge base the app opens (``RAG_DEFAULT_KB``)."""
+    parser.add_argument("--kb", default="default", **kwargs)
