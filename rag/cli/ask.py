@@ -68,7 +68,7 @@ def add_calibrate_parser(sub) -> None:
 
 
 def run_calibrate(args) -> int:
-    from rag.answer.calibrate import calibrate, claim_pairs
+    from rag.bench.calibrate_support import calibrate, claim_pairs
     from rag.eval.goldset import load_goldset
     from rag.kb import KnowledgeBase
 

@@ -10,8 +10,8 @@ def add_parsers(sub) -> None:
     b.add_argument("path", help="a folder of documents or a BEIR corpus.jsonl")
     b.add_argument("--limit", type=int, default=0, help="only the first N documents")
     b.set_defaults(func=_bench_ingest)
-    from rag.retrieval.bench import add_beir_parser
-    from rag.retrieval.bench_latency import add_query_parser
+    from rag.bench.beir import add_beir_parser
+    from rag.bench.latency import add_query_parser
 
     add_beir_parser(bsub)
     add_query_parser(bsub)
@@ -22,12 +22,12 @@ def add_parsers(sub) -> None:
 
 
 def _bench_ingest(args) -> int:
-    from rag.bench_ingest import main
+    from rag.bench.ingest import main
 
     return main(args)
 
 
 def _bench_pages(args) -> int:
-    from rag.bench_pages import main
+    from rag.bench.pages import main
 
     return main(args)

@@ -170,6 +170,6 @@ def cmd_import_beir(args) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from rag.eval.report import main
+    from rag.bench.report import main
 
     return main(args)

@@ -13,19 +13,19 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.config import Settings
-from rag.eval.beir import BeirData, beir_doc_name, beir_document, iter_corpus, load_beir
+from rag.eval.beir import BeirData, beir_doc_name, iter_corpus, load_beir
+from rag.eval.beir_import import ingest_corpus
 from rag.eval.metrics import latency_summary, mean, mrr, ndcg_at_k, recall_at_k
+from rag.kb import KnowledgeBase
 from rag.retrieval.pipeline import retrieve
 
 log = logging.getLogger(__name__)
 Out = Callable[[str], None]
-INGEST_BATCH = 500
 DEEP_DOCS = 100  # documents needed for Recall@100
 
 # nDCG@10 on SciFact test with off-the-shelf LlamaIndex and the same embedder (issue 3), and the
@@ -98,23 +98,10 @@ def default_kb_name(data_dir: str | Path) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", f"beir-{dataset_name(data_dir)}")[:48]
 
 
-def ingest_beir(data_dir: str | Path, settings: Settings, kb_name: str, out: Out | None = None):
+def ingest_beir(data_dir: str | Path, settings: Settings, kb_name: str, out: Out | None = None) -> KnowledgeBase:
     """The benchmark knowledge base, ingested (or topped up) from ``data_dir``'s corpus."""
-    from rag.ingest.pipeline import UploadItem
-    from rag.kb import KnowledgeBase
-
     kb = KnowledgeBase(kb_name, settings)
-    batch: list[UploadItem] = []
-    done, t0 = 0, time.perf_counter()
-    for doc_id, doc in iter_corpus(data_dir):
-        batch.append(UploadItem(*beir_document(doc_id, doc)))
-        if len(batch) == INGEST_BATCH:
-            done += len(kb.ingest(batch))
-            batch = []
-            if out:
-                out(f"  ingested {done} documents ({time.perf_counter() - t0:.0f}s)")
-    if batch:
-        kb.ingest(batch)
+    ingest_corpus(kb, data_dir, progress=(lambda n, msg: out(f"  {msg}")) if out else None)
     return kb
 
 

@@ -2,7 +2,7 @@
 
 Benchmark knowledge bases live under ``<RAG_HOME>/bench`` (the folder ``python -m rag bench
 beir`` uses), named ``beir-scifact`` and ``beir-rgb-zh``; they are ingested once and reused.
-Every figure comes from code the app runs: ``rag.retrieval.bench.bench_beir`` for the per-stage
+Every figure comes from code the app runs: ``rag.bench.beir.bench_beir`` for the per-stage
 table beside the published one (deep dense/BM25 lists for Recall@100), and
 :func:`rag.eval.runs.run_goldset` for the pipeline as configured (including the evidence stage,
 refusals and answers). Runs are stored in each knowledge base's catalog like any other.
@@ -34,7 +34,7 @@ def say(message: str) -> None:
 
 
 def bench_settings(settings: Settings) -> Settings:
-    from rag.retrieval.bench import bench_home
+    from rag.bench.beir import bench_home
 
     return settings.replace(home=bench_home(settings))
 
@@ -62,7 +62,7 @@ def beir_kb(path: Path, kb_name: str, settings: Settings):
 
 def beir_stage_table(path: Path, kb_name: str, settings: Settings) -> tuple[str, object]:
     """``bench beir``'s per-stage table (document level) as Markdown, and its report."""
-    from rag.retrieval.bench import REFERENCE, bench_beir
+    from rag.bench.beir import REFERENCE, bench_beir
 
     report = bench_beir(path, "test", settings, kb_name=kb_name, out=say)
     ref = {stage: text.replace(" | ", "; ") for stage, text in REFERENCE.get(report.dataset.lower(), {}).items()}

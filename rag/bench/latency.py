@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.bench.beir import bench_home
 from rag.config import Settings
 from rag.eval.metrics import latency_summary
-from rag.retrieval.bench import bench_home
 from rag.retrieval.pipeline import retrieve
 
 SIZES = (1_000, 10_000, 100_000)

@@ -1,6 +1,6 @@
 """Fit the offline default reranker on a BEIR *train* split and write ``calibration.json``.
 
-    python -m rag.retrieval.rerankers.fit ../shared/bench/scifact [--split train] [--write]
+    python -m rag.bench.fit_reranker ../shared/bench/scifact [--split train] [--write]
 
 For every judged query it runs the real recall (rewrite, dense + BM25, RRF) on the benchmark
 knowledge base, takes the reranker's pool (top 2 * recall_k fused chunks), and labels each chunk
@@ -277,7 +277,7 @@ def _threshold(pools: list[Pool], names, w, b, args) -> tuple[float, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
+    from rag.bench.beir import bench_home, default_kb_name, ingest_beir
 
     args = _parse(argv)
     base = Settings.from_env()
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             "settings": f"recall_k={settings.recall_k} rrf_k={settings.rrf_k} chunk_size={settings.chunk_size}",
             "train_ndcg10": {k: round(v, 4) for k, v in table.items()},
             "command": (
-                f"python -m rag.retrieval.rerankers.fit DATA_DIR --split train --backend {args.backend}"
+                f"python -m rag.bench.fit_reranker DATA_DIR --split train --backend {args.backend}"
                 + (" --cv" if args.cv else "")
                 + " --write"
             ),

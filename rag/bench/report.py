@@ -14,8 +14,8 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rag.bench import report_sections as sec
 from rag.config import Settings
-from rag.eval import report_sections as sec
 from rag.eval.tables import fmt, markdown_table
 
 SECTIONS = ("scifact", "rgb-zh", "demo")
@@ -76,7 +76,7 @@ python -m rag eval run data/demo/gold.jsonl --kb demo
 
 
 def scifact(path: Path, settings: Settings) -> str:
-    from rag.retrieval.bench import PUBLISHED
+    from rag.bench.beir import PUBLISHED
 
     kb, gold = sec.beir_kb(path, "beir-scifact", settings)
     table, _ = sec.beir_stage_table(path, "beir-scifact", settings)
