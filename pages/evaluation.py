@@ -6,7 +6,7 @@ import streamlit as st
 
 import appkit
 from rag.errors import RagError
-from rag.eval.goldset import parse_goldset
+from rag.eval.gold.goldset import parse_goldset
 from rag.eval.runs import compare_runs, goldset_paths, goldsets_dir, list_runs, load_run, run_goldset, to_csv, to_json
 from rag.retrieval.rerankers import REGISTRY
 from rag.views.charts import metrics_figure

@@ -283,7 +283,7 @@ def test_pages_explain_what_to_do_without_documents(app_kb):
 
 
 def test_inspector_labels_selected_candidates_into_a_gold_set(app_kb):
-    from rag.eval.goldset import load_goldset
+    from rag.eval.gold.goldset import load_goldset
     from rag.eval.runs import goldsets_dir
 
     turn = _last_turn(app_kb, ANSWERABLE)

@@ -15,12 +15,12 @@ import pytest
 
 from rag.ask import conversations, load_trace
 from rag.eval.beir_import import import_beir
-from rag.eval.builder import add_judgement, goldset_paths, question_slug, remove_judgement
-from rag.eval.goldset import GoldSet, Passage, load_goldset, parse_goldset
-from rag.eval.results import EvalRun, QuestionResult
+from rag.eval.gold.builder import add_judgement, goldset_paths, question_slug, remove_judgement
+from rag.eval.gold.goldset import GoldSet, Passage, load_goldset, parse_goldset
 from rag.eval.runs import compare_runs, list_runs, load_run, run_goldset, to_csv, to_json
-from rag.eval.runstore import RunNotFound
-from rag.eval.tables import comparison_text, run_text
+from rag.eval.runs.results import EvalRun, QuestionResult
+from rag.eval.runs.store import RunNotFound
+from rag.eval.runs.tables import comparison_text, run_text
 from tests.conftest import ROOT
 
 DOCS = {

@@ -26,7 +26,7 @@ class Calibration:
 
 def claim_pairs(gold, kb) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """(claim, chunk text) pairs that should pass and that should fail."""
-    from rag.eval.anchoring import find_quote
+    from rag.eval.gold.anchoring import find_quote
 
     contexts = []
     for item in gold.answerable():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rag.bench import report_sections as sec
 from rag.config import Settings
-from rag.eval.tables import fmt, markdown_table
+from rag.eval.runs.tables import fmt, markdown_table
 
 SECTIONS = ("scifact", "rgb-zh", "demo")
 
@@ -144,7 +144,7 @@ right behaviour is to refuse. Counted by what the user is shown (refusal or ques
 
 def demo(settings: Settings) -> str:
     from rag.demo import DEMO_DIR, ensure_demo_kb
-    from rag.eval.goldset import load_goldset
+    from rag.eval.gold.goldset import load_goldset
 
     kb = ensure_demo_kb(settings)
     gold = load_goldset(DEMO_DIR / "gold.jsonl")

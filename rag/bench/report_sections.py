@@ -18,11 +18,11 @@ from pathlib import Path
 
 from rag.config import Settings
 from rag.eval.beir_import import import_beir
-from rag.eval.builder import goldsets_dir
-from rag.eval.goldset import GoldSet, save_goldset
-from rag.eval.results import EvalRun
+from rag.eval.gold.builder import goldsets_dir
+from rag.eval.gold.goldset import GoldSet, save_goldset
 from rag.eval.runs import run_goldset
-from rag.eval.tables import fmt, level_title, markdown_table, stage_rows
+from rag.eval.runs.results import EvalRun
+from rag.eval.runs.tables import fmt, level_title, markdown_table, stage_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10")

@@ -69,7 +69,7 @@ def add_calibrate_parser(sub) -> None:
 
 def run_calibrate(args) -> int:
     from rag.bench.calibrate_support import calibrate, claim_pairs
-    from rag.eval.goldset import load_goldset
+    from rag.eval.gold.goldset import load_goldset
     from rag.kb import KnowledgeBase
 
     kb = KnowledgeBase(args.kb, Settings.from_env(), create=False)

@@ -95,9 +95,9 @@ def open_kb(name: str, settings: Settings):
 
 
 def cmd_run(args) -> int:
-    from rag.eval.goldset import load_goldset
+    from rag.eval.gold.goldset import load_goldset
     from rag.eval.runs import run_goldset, to_csv, to_json
-    from rag.eval.tables import run_text
+    from rag.eval.runs.tables import run_text
 
     gold = load_goldset(args.gold)  # before any model loads: a malformed file fails fast
     if args.limit:
@@ -124,7 +124,7 @@ def cmd_run(args) -> int:
 
 def cmd_compare(args) -> int:
     from rag.eval.runs import compare_runs, load_run
-    from rag.eval.tables import comparison_text
+    from rag.eval.runs.tables import comparison_text
 
     kb = open_kb(args.kb, Settings.from_env())
     a, b = load_run(kb, args.run_a), load_run(kb, args.run_b)
@@ -138,7 +138,7 @@ def cmd_compare(args) -> int:
 
 def cmd_list(args) -> int:
     from rag.eval.runs import list_runs
-    from rag.eval.tables import fmt
+    from rag.eval.runs.tables import fmt
 
     kb = open_kb(args.kb, Settings.from_env())
     runs = list_runs(kb)
@@ -151,8 +151,8 @@ def cmd_list(args) -> int:
 
 def cmd_import_beir(args) -> int:
     from rag.eval.beir_import import import_beir
-    from rag.eval.builder import goldsets_dir
-    from rag.eval.goldset import save_goldset
+    from rag.eval.gold.builder import goldsets_dir
+    from rag.eval.gold.goldset import save_goldset
     from rag.kb import KnowledgeBase
 
     kb = KnowledgeBase(args.kb, Settings.from_env(), create=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.eval.beir import BeirData, beir_doc_name, beir_document, beir_to_goldset, iter_corpus, load_beir
-from rag.eval.goldset import GoldSet
+from rag.eval.gold.goldset import GoldSet
 from rag.ingest.pipeline import UploadItem
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from rag.eval.results import STAGES, EvalRun
+from rag.eval.runs.results import STAGES, EvalRun
 
 CHART_METRICS = ("recall@5", "mrr@10", "ndcg@10")
 TABLE_METRICS = ("recall@1", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10", "ndcg@10")

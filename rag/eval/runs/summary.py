@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag.eval.metrics import latency_summary, mean, refusal_stats
-from rag.eval.results import LEVELS, STAGES, QuestionResult
+from rag.eval.runs.results import LEVELS, STAGES, QuestionResult
 
 LATENCY_STAGES = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total", "answer", "wall")
 

@@ -13,7 +13,7 @@ import io
 import json
 from typing import Any
 
-from rag.eval.results import LEVELS, STAGES, EvalRun, QuestionResult
+from rag.eval.runs.results import LEVELS, STAGES, EvalRun, QuestionResult
 
 BASE_COLUMNS = (
     "id",

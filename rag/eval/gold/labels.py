@@ -1,6 +1,6 @@
 """Gold labels meet a knowledge base: document lookup for anchoring, relevant chunks and documents.
 
-``KBDocuments`` lets :func:`rag.eval.anchoring.anchor_goldset` check labels against a knowledge
+``KBDocuments`` lets :func:`rag.eval.gold.anchoring.anchor_goldset` check labels against a knowledge
 base without loading every text (a BEIR corpus has thousands): membership by name or id is one
 catalog query, a text is read only when a quote has to be found in it.
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from rag.eval.anchoring import passage_chunk_ids, relevant_chunk_ids, relevant_doc_grades
-from rag.eval.goldset import GoldItem
+from rag.eval.gold.anchoring import passage_chunk_ids, relevant_chunk_ids, relevant_doc_grades
+from rag.eval.gold.goldset import GoldItem
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate
 

@@ -10,7 +10,7 @@ A line looks like::
 Evidence (``relevant``, ``hard_negatives``) is a list of passages, each one of:
 
 * ``{"doc": D, "quote": Q}``: a verbatim quote, anchored to a character span of D's
-  normalized text by :func:`rag.eval.anchoring.anchor_goldset` (survives re-chunking);
+  normalized text by :func:`rag.eval.gold.anchoring.anchor_goldset` (survives re-chunking);
 * ``{"doc": D, "start": S, "end": E}``: the span ``text[S:E]`` of D's normalized text;
 * ``{"doc": D}``: the whole document (BEIR-style document-level labels);
 * ``{"chunk_id": C}``: one chunk of one index revision (does not survive re-chunking).
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import GoldSetError
-from rag.eval.goldcheck import PASSAGE_KEYS, Where, check_item, read_line
+from rag.eval.gold.goldcheck import PASSAGE_KEYS, Where, check_item, read_line
 
 
 @dataclass(frozen=True)

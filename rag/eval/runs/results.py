@@ -15,7 +15,7 @@ Stages (``STAGES``), in pipeline order, each a ranked list of chunk ids taken fr
   would punish the deliberate reordering.) Empty when the fallback refused or asked back.
 
 Levels (``LEVELS``): ``chunk`` scores the chunk ids against the chunks that the gold labels'
-character spans point at (:func:`rag.eval.anchoring.relevant_chunk_ids`; only for questions
+character spans point at (:func:`rag.eval.gold.anchoring.relevant_chunk_ids`; only for questions
 with span, quote or chunk labels); ``doc`` scores the documents in order of their first chunk
 against the labelled documents.
 """

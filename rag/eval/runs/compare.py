@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.eval.results import LEVELS, STAGES, EvalRun, QuestionResult
+from rag.eval.runs.results import LEVELS, STAGES, EvalRun, QuestionResult
 from rag.records import ChunkRecord
 
 TIE_TOLERANCE = 1e-9

@@ -1,7 +1,7 @@
 """Score one question: stage rankings from its trace, ranking metrics per stage and level,
 refusal outcome, citation validity, answer containment and latency.
 
-See :mod:`rag.eval.results` for what the stages and levels mean.
+See :mod:`rag.eval.runs.results` for what the stages and levels mean.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag.answer.result import Answer
-from rag.eval.goldset import GoldItem
-from rag.eval.labels import Labels
+from rag.eval.gold.goldset import GoldItem
+from rag.eval.gold.labels import Labels
 from rag.eval.metrics import answer_match, contains_answer, ranking_metrics
-from rag.eval.results import LEVELS, QuestionResult
+from rag.eval.runs.results import LEVELS, QuestionResult
 from rag.retrieval.trace import Candidate, FallbackAction, Trace
 
 NOT_ANSWERED = (FallbackAction.REJECT, FallbackAction.CLARIFY)
@@ -21,7 +21,7 @@ _LAST = 10**9
 
 
 def stage_candidates(trace: Trace) -> dict[str, list[Candidate]]:
-    """Ranked candidates of every stage (see ``rag.eval.results.STAGES``)."""
+    """Ranked candidates of every stage (see ``rag.eval.runs.results.STAGES``)."""
 
     def by(attr: str) -> list[Candidate]:
         ranked = [c for c in trace.candidates if getattr(c, attr) is not None]

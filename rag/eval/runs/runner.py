@@ -30,17 +30,17 @@ from rag.answer.result import Answer, EventKind
 from rag.ask import Turn, stream_ask
 from rag.config import Settings
 from rag.errors import RagError
-from rag.eval.anchoring import anchor_goldset
-from rag.eval.builder import add_judgement, goldset_paths, goldsets_dir, remove_judgement
-from rag.eval.compare import QuestionDelta, RunComparison, compare_runs
-from rag.eval.export import to_csv, to_json
-from rag.eval.goldset import GoldItem, GoldSet, load_goldset
-from rag.eval.labels import KBDocuments, Labels
+from rag.eval.gold.anchoring import anchor_goldset
+from rag.eval.gold.builder import add_judgement, goldset_paths, goldsets_dir, remove_judgement
+from rag.eval.gold.goldset import GoldItem, GoldSet, load_goldset
+from rag.eval.gold.labels import KBDocuments, Labels
 from rag.eval.metrics import DEFAULT_KS
-from rag.eval.results import LEVELS, STAGES, EvalRun, QuestionResult
-from rag.eval.runstore import RunInfo, RunNotFound, delete_run, list_runs, load_run, save_run
-from rag.eval.scoring import score_question
-from rag.eval.summary import summarize
+from rag.eval.runs.compare import QuestionDelta, RunComparison, compare_runs
+from rag.eval.runs.export import to_csv, to_json
+from rag.eval.runs.results import LEVELS, STAGES, EvalRun, QuestionResult
+from rag.eval.runs.scoring import score_question
+from rag.eval.runs.store import RunInfo, RunNotFound, delete_run, list_runs, load_run, save_run
+from rag.eval.runs.summary import summarize
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
 from rag.store.catalog import now

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.errors import RagError
-from rag.eval.results import EvalRun
+from rag.eval.runs.results import EvalRun
 
 
 class RunNotFound(RagError):

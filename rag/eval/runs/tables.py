@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag.eval.compare import RunComparison
-from rag.eval.results import STAGES, EvalRun
+from rag.eval.runs.compare import RunComparison
+from rag.eval.runs.results import STAGES, EvalRun
 
 TABLE_METRICS = ("recall@1", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10", "ndcg@10")
 LATENCY_SHOWN = ("embed", "dense", "sparse", "fusion", "rerank", "evidence", "total", "answer", "wall")

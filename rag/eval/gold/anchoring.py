@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import NamedTuple, Protocol
 
 from rag.errors import GoldSetError
-from rag.eval.goldset import GoldItem, GoldSet, Passage
+from rag.eval.gold.goldset import GoldItem, GoldSet, Passage
 from rag.records import ChunkRecord, ParsedDocument
 
 log = logging.getLogger(__name__)

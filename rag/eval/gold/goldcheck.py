@@ -1,7 +1,7 @@
 """Checks of one raw gold-set line: keys, types and passage shapes (the format is in docs/GOLDSETS.md).
 
 Every problem raises :class:`~rag.errors.GoldSetError` naming the file, the line and the
-field, and saying what to do. The checks return plain values; ``rag.eval.goldset`` builds
+field, and saying what to do. The checks return plain values; ``rag.eval.gold.goldset`` builds
 the typed ``GoldItem`` from them.
 """
 

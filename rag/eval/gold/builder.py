@@ -5,7 +5,7 @@ The Inspector calls :func:`add_judgement` with the question and a trace ``Candid
 / ``end``, the document given by name), so it survives re-chunking. A relevant chunk goes
 into ``relevant``, an irrelevant one into ``hard_negatives``; judging the same span again
 moves it. The question's item is found by its text (or ``item_id``) or created; every write
-is checked with :func:`rag.eval.goldset.validate`.
+is checked with :func:`rag.eval.gold.goldset.validate`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from rag.eval.anchoring import ChunkLike
-from rag.eval.goldset import GoldItem, GoldSet, Passage, load_goldset, save_goldset
+from rag.eval.gold.anchoring import ChunkLike
+from rag.eval.gold.goldset import GoldItem, GoldSet, Passage, load_goldset, save_goldset
 
 log = logging.getLogger(__name__)
 SLUG_CHARS = 48
