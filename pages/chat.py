@@ -6,7 +6,7 @@ import streamlit as st
 
 import appkit
 from rag import ask
-from rag.answer import EventKind
+from rag.answer import EventKind, Outcome
 from rag.demo import DEMO_KB, example_questions
 from rag.views.chat import (
     INSPECTOR_CONVERSATION,
@@ -15,7 +15,6 @@ from rag.views.chat import (
     conversation_labels,
     evidence_cards,
     footnotes,
-    outcome,
     unscored_note,
 )
 from rag.views.highlight import md_escape
@@ -67,13 +66,12 @@ def _sources(turn) -> None:
 
 
 def _outcome(answer) -> None:
-    kind, reason = outcome(answer)
-    if kind == "clarify":
+    if answer.outcome is Outcome.CLARIFY:
         st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon=":material/help:")
-        st.caption(f"Why: {md_escape(reason)}")
-    elif kind == "refusal":
+        st.caption(f"Why: {md_escape(answer.refusal_reason)}")
+    elif answer.outcome is Outcome.REFUSAL:
         st.warning(f"**Not answered** — {md_escape(answer.text)}", icon=":material/block:")
-        st.caption(f"Why: {md_escape(reason)}")
+        st.caption(f"Why: {md_escape(answer.refusal_reason)}")
     else:
         st.markdown(answer_markdown(answer.text))
 
@@ -107,14 +105,14 @@ def _ask(question: str, conversation: str) -> bool:
         cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
         view = AnswerStream()
         try:
-            for kind, payload in ask.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
-                if kind == "trace":
-                    status.update(label=f"Retrieved in {payload.timings_ms.get('total', 0):.0f} ms", state="complete")
+            for event in ask.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
+                if isinstance(event, ask.TraceReady):
+                    ms = event.trace.timings_ms.get("total", 0)
+                    status.update(label=f"Retrieved in {ms:.0f} ms", state="complete")
+                if not isinstance(event, ask.Answering):
                     continue
-                if kind != "event":
-                    continue
-                view.feed(payload)
-                if payload.kind is EventKind.EVIDENCE and view.evidence:
+                view.feed(event.event)
+                if event.event.kind is EventKind.EVIDENCE and view.evidence:
                     with cards:
                         _cards(view.evidence, expanded=True)
                 answer_box.markdown(view.verified_markdown)

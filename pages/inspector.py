@@ -4,8 +4,9 @@ import streamlit as st
 
 import appkit
 from rag import ask
+from rag.answer import Outcome
 from rag.views.charts import rank_flow_figure, score_figure, timings_figure
-from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown, outcome
+from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown
 from rag.views.highlight import md_escape
 from rag.views.ledger import (
     bm25_label,
@@ -111,13 +112,13 @@ def _header(turn, trace) -> None:
     if rr.stand_in:
         st.warning(f"The rerank scores come from a **stand-in**: {md_escape(rr.note)}", icon=":material/warning:")
     if turn is not None:
-        kind, reason = outcome(turn.answer)
-        if kind == "answer":
-            st.markdown(answer_markdown(turn.answer.text))
+        answer = turn.answer
+        if answer.outcome is Outcome.ANSWER:
+            st.markdown(answer_markdown(answer.text))
         else:
             st.warning(
-                f"**{'Clarifying question' if kind == 'clarify' else 'Not answered'}** — "
-                f"{md_escape(turn.answer.text)}  \nWhy: {md_escape(reason)}"
+                f"**{'Clarifying question' if answer.outcome is Outcome.CLARIFY else 'Not answered'}** — "
+                f"{md_escape(answer.text)}  \nWhy: {md_escape(answer.refusal_reason)}"
             )
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind
+from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind, Outcome
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
 from rag.views.charts import rank_flow_figure, score_figure, timings_figure
-from rag.views.chat import AnswerStream, answer_markdown, conversation_labels, footnotes, outcome
+from rag.views.chat import AnswerStream, answer_markdown, conversation_labels, footnotes
 from rag.views.ledger import (
     filter_ledger,
     ledger_frame,
@@ -179,15 +179,22 @@ def test_answer_markdown_badges_grouped_citations():
     assert answer_markdown("A [1, 2] B [3]") == "A :blue-badge[1]:blue-badge[2] B :blue-badge[3]"
 
 
-def test_outcome_names_refusals_and_questions_back():
+def test_outcome_round_trips_and_reads_turns_saved_with_a_reason_prefix():
     a = make_answer(make_trace())
-    assert outcome(a) == ("answer", "")
-    a.refused, a.refusal_reason = True, "clarify: too vague"
-    assert outcome(a) == ("clarify", "too vague")
-    a.refusal_reason = "fallback: best 0.1 < 0.35"
-    assert outcome(a) == ("refusal", "best 0.1 < 0.35")
-    a.refusal_reason = "No draft passed citation checks"
-    assert outcome(a) == ("refusal", "No draft passed citation checks")
+    assert a.outcome is Outcome.ANSWER and not a.refused
+    a.outcome, a.refusal_reason = Outcome.CLARIFY, "too vague"
+    back = Answer.from_json(a.to_json())
+    assert back.outcome is Outcome.CLARIFY and back.refused and back.refusal_reason == "too vague"
+    legacy = {k: v for k, v in a.to_dict().items() if k != "outcome"}
+    cases = [
+        (True, "clarify: too vague", Outcome.CLARIFY, "too vague"),
+        (True, "fallback: best 0.1 < 0.35", Outcome.REFUSAL, "best 0.1 < 0.35"),
+        (True, "No draft passed citation checks", Outcome.REFUSAL, "No draft passed citation checks"),
+        (False, "", Outcome.ANSWER, ""),
+    ]
+    for refused, reason, outcome, shown in cases:
+        old = Answer.from_dict({**legacy, "refused": refused, "refusal_reason": reason})
+        assert (old.outcome, old.refusal_reason) == (outcome, shown)
 
 
 def test_replay_frame_lists_moves():

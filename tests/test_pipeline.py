@@ -13,6 +13,7 @@ from rag.retrieval.evidence import ends_first, shape
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.replay import TraceNotFound, diff_traces, load_trace, replay
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, Trace
+from rag.source import KnowledgeSource, TextEmbedder
 from tests.retrieval_fakes import FakeDoc, FakeKB, HashEmbedder
 
 STAGES = {"embed", "dense", "sparse", "fusion", "rerank", "total"}
@@ -44,6 +45,10 @@ def kb():
         HashEmbedder(),
         settings=Settings(recall_k=4, top_n=3, rerank_threshold=0.0, evidence_min_score=0.0),
     )
+
+
+def test_the_fake_is_a_knowledge_source(kb):
+    assert isinstance(kb, KnowledgeSource) and isinstance(kb.embedder, TextEmbedder)
 
 
 def test_trace_has_every_candidate_with_all_ranks(kb):

@@ -17,6 +17,7 @@ from rag.answer.result import (
     EventKind,
     Issue,
     IssueCode,
+    Outcome,
     SentenceKind,
 )
 from rag.answer.scripted import ScriptedLLM
@@ -40,6 +41,7 @@ __all__ = [
     "Generator",
     "Issue",
     "IssueCode",
+    "Outcome",
     "ScriptedLLM",
     "SentenceKind",
     "SupportScore",

@@ -26,6 +26,7 @@ from rag.answer.result import (
     EventKind,
     Issue,
     IssueCode,
+    Outcome,
     SentenceKind,
 )
 from rag.answer.sentences import SentenceStream
@@ -184,7 +185,7 @@ def _accept(answer: Answer, attempt: _Attempt, evidence: Sequence[Candidate]) ->
 
 
 def _refuse(answer: Answer, reason: str, issues: list[Issue]) -> Answer:
-    answer.text, answer.refused, answer.refusal_reason = REFUSAL_TEXT, True, reason
+    answer.text, answer.outcome, answer.refusal_reason = REFUSAL_TEXT, Outcome.REFUSAL, reason
     answer.sentences, answer.citations = [], []
     answer.warnings = [*answer.warnings, *issues]
     return answer

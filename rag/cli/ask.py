@@ -27,7 +27,7 @@ def run(args) -> int:
     print(answer.text)
     print()
     if answer.refused:
-        print(f"[{turn.kind}] {answer.refusal_reason}")
+        print(f"[{turn.outcome.value}] {answer.refusal_reason}")
     for c in answer.citations:
         state = "ok" if c.valid else "REJECTED"
         print(f"[{c.n}] {state} {c.doc_name} p.{c.page} chars {c.start}-{c.end} support={c.support:.2f}")

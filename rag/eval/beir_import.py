@@ -17,10 +17,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag.eval.beir import BeirData, beir_doc_name, beir_document, beir_to_goldset, iter_corpus, load_beir
 from rag.eval.gold.goldset import GoldSet
 from rag.ingest.pipeline import UploadItem
+
+if TYPE_CHECKING:
+    from rag.kb import KnowledgeBase
 
 log = logging.getLogger(__name__)
 INGEST_BATCH = 500
@@ -38,7 +42,7 @@ class BeirImport:
 
 
 def import_beir(
-    kb,
+    kb: KnowledgeBase,
     path: str | Path,
     split: str = "test",
     limit: int = 0,
@@ -66,7 +70,7 @@ class CorpusIngest:
 
 
 def ingest_corpus(
-    kb, path: str | Path, limit: int = 0, progress: ImportProgress | None = None
+    kb: KnowledgeBase, path: str | Path, limit: int = 0, progress: ImportProgress | None = None
 ) -> CorpusIngest:
     """The one BEIR ingest loop (import and benchmarks): stream ``path``'s corpus into ``kb`` in
     batches, skipping documents already there by name; ``limit`` reads only the first N."""
@@ -93,7 +97,7 @@ def ingest_corpus(
     return out
 
 
-def _ingest(kb, batch: list[UploadItem], failed: list[str]) -> int:
+def _ingest(kb: KnowledgeBase, batch: list[UploadItem], failed: list[str]) -> int:
     results = kb.ingest(batch)
     for r in results:
         if not r.ok:

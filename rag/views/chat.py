@@ -19,7 +19,6 @@ from rag.views.highlight import Span, breadcrumb, excerpt_html, md_escape
 from rag.views.ledger import preview
 
 FOOTNOTE_CONTEXT = 200  # characters of source shown around a cited span
-_PREFIXES = {"clarify: ": "clarify", "fallback: ": "refusal"}
 
 
 @dataclass
@@ -61,15 +60,6 @@ def answer_markdown(text: str) -> str:
         pos = m.end()
     out.append(md_escape((text or "")[pos:]))
     return "".join(out)
-
-
-def outcome(answer: Answer) -> tuple[str, str]:
-    """(kind, reason): kind is answer | refusal | clarify; reason without its internal prefix."""
-    reason = answer.refusal_reason or ""
-    for prefix, kind in _PREFIXES.items():
-        if reason.startswith(prefix):
-            return kind, reason[len(prefix) :]
-    return ("refusal" if answer.refused else "answer"), reason
 
 
 def unscored_note(trace) -> str:

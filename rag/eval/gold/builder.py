@@ -15,9 +15,13 @@ import logging
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag.eval.gold.anchoring import ChunkLike
 from rag.eval.gold.goldset import GoldItem, GoldSet, Passage, load_goldset, save_goldset
+
+if TYPE_CHECKING:
+    from rag.kb import KnowledgeBase
 
 log = logging.getLogger(__name__)
 SLUG_CHARS = 48
@@ -63,12 +67,12 @@ def remove_judgement(goldset_path: str | Path, question: str, chunk: ChunkLike, 
     return updated
 
 
-def goldsets_dir(kb) -> Path:
+def goldsets_dir(kb: KnowledgeBase) -> Path:
     """Where the knowledge base's own gold sets live: ``<home>/goldsets/<kb>/``."""
     return Path(kb.settings.home) / "goldsets" / kb.name
 
 
-def goldset_paths(kb, bundled: bool = False) -> list[Path]:
+def goldset_paths(kb: KnowledgeBase, bundled: bool = False) -> list[Path]:
     """The knowledge base's gold-set files (``*.jsonl`` in :func:`goldsets_dir`), or the default
     ``gold.jsonl`` there (created by the first judgement) when there are none. With ``bundled``,
     the demo gold set shipped in ``data/demo`` follows for the demo knowledge base (read it;

@@ -12,17 +12,21 @@ labelled documents (so chunk-level recall counts relevant chunks nobody retrieve
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rag.eval.gold.anchoring import passage_chunk_ids, relevant_chunk_ids, relevant_doc_grades
 from rag.eval.gold.goldset import GoldItem
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate
 
+if TYPE_CHECKING:
+    from rag.kb import KnowledgeBase
+
 
 class KBDocuments(Mapping[str, str]):
     """Active documents of a knowledge base by name and by id -> normalized text (read lazily)."""
 
-    def __init__(self, kb) -> None:
+    def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
         self.ids: dict[str, str] = {}  # name or id -> id
         self.names: dict[str, str] = {}  # id -> name
@@ -54,7 +58,7 @@ class KBDocuments(Mapping[str, str]):
 class Labels:
     """Relevance of one knowledge base's chunks and documents for anchored gold items."""
 
-    def __init__(self, kb, documents: KBDocuments | None = None) -> None:
+    def __init__(self, kb: KnowledgeBase, documents: KBDocuments | None = None) -> None:
         self.kb = kb
         self.documents = documents or KBDocuments(kb)
         self._chunks: dict[str, list[ChunkRecord]] = {}

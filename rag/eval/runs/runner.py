@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag.answer.result import Answer, EventKind
-from rag.ask import Turn, stream_ask
+from rag.answer.result import Answer
+from rag.ask import ask as ask_question
 from rag.config import Settings
 from rag.errors import RagError
 from rag.eval.gold.anchoring import anchor_goldset
@@ -41,6 +41,7 @@ from rag.eval.runs.results import LEVELS, STAGES, EvalRun, QuestionResult
 from rag.eval.runs.scoring import score_question
 from rag.eval.runs.store import RunInfo, RunNotFound, delete_run, list_runs, load_run, save_run
 from rag.eval.runs.summary import summarize
+from rag.kb import KnowledgeBase
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
 from rag.store.catalog import now
@@ -74,7 +75,7 @@ EVAL_CONVERSATION = "eval"
 
 
 def run_goldset(
-    kb,
+    kb: KnowledgeBase,
     gold: GoldSet | str | Path,
     settings: Settings | None = None,
     llm=None,
@@ -116,7 +117,9 @@ def goldset_hash(gold: GoldSet) -> str:
     return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
-def _new_run(kb, gold: GoldSet, settings: Settings, answers: bool, ks: Sequence[int], note: str) -> EvalRun:
+def _new_run(
+    kb: KnowledgeBase, gold: GoldSet, settings: Settings, answers: bool, ks: Sequence[int], note: str
+) -> EvalRun:
     return EvalRun(
         id=uuid.uuid4().hex[:12],
         kb=kb.name,
@@ -165,18 +168,5 @@ class _Runner:
         kb, settings, llm = self.kb, self.settings, self.llm
         if not self.run.answers:
             return retrieve(kb, question, settings, filters=filters, llm=llm, persist=True), None, "retrieval"
-        trace: Trace | None = None
-        answer: Answer | None = None
-        stream = stream_ask(kb, question, settings, llm, conversation=EVAL_CONVERSATION, filters=filters)
-        try:
-            for kind, payload in stream:
-                if kind == "trace":
-                    trace = payload
-                elif kind == "event" and payload.kind is EventKind.FINAL:
-                    answer = payload.answer
-                    break  # stop before the service stores the chat turn
-        finally:
-            stream.close()
-        if trace is None or answer is None:
-            raise RuntimeError("stream_ask ended without a trace and a final answer")
-        return trace, answer, Turn(kb.name, EVAL_CONVERSATION, question, answer, trace.id).kind
+        turn, trace = ask_question(kb, question, settings, llm, conversation=EVAL_CONVERSATION, filters=filters, persist=False)
+        return trace, turn.answer, turn.outcome.value

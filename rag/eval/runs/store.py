@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag.errors import RagError
 from rag.eval.runs.results import EvalRun
+
+if TYPE_CHECKING:
+    from rag.kb import KnowledgeBase
 
 
 class RunNotFound(RagError):
@@ -29,7 +32,7 @@ class RunInfo:
     headline: dict[str, float | None]
 
 
-def save_run(kb, run: EvalRun) -> None:
+def save_run(kb: KnowledgeBase, run: EvalRun) -> None:
     with kb.catalog.tx() as db:
         db.execute(
             "INSERT OR REPLACE INTO eval_runs VALUES (?,?,?,?,?,?,?)",
@@ -45,7 +48,7 @@ def save_run(kb, run: EvalRun) -> None:
         )
 
 
-def list_runs(kb) -> list[RunInfo]:
+def list_runs(kb: KnowledgeBase) -> list[RunInfo]:
     """The knowledge base's runs, newest first."""
     rows = kb.catalog.q(
         "SELECT id, kb, goldset, config_fingerprint, index_revision, created_at, "
@@ -56,7 +59,7 @@ def list_runs(kb) -> list[RunInfo]:
     return [_info(r) for r in rows]
 
 
-def load_run(kb, run_id: str) -> EvalRun:
+def load_run(kb: KnowledgeBase, run_id: str) -> EvalRun:
     """The stored run with this id (or the only one whose id starts with it)."""
     rows = kb.catalog.q("SELECT json FROM eval_runs WHERE kb=? AND id=?", kb.name, run_id)
     if not rows and run_id:
@@ -70,7 +73,7 @@ def load_run(kb, run_id: str) -> EvalRun:
     return EvalRun.from_dict(json.loads(rows[0][0]))
 
 
-def delete_run(kb, run_id: str) -> None:
+def delete_run(kb: KnowledgeBase, run_id: str) -> None:
     run = load_run(kb, run_id)
     with kb.catalog.tx() as db:
         db.execute("DELETE FROM eval_runs WHERE kb=? AND id=?", (kb.name, run.id))
