@@ -8,7 +8,6 @@ from rag.answer.base import GENERATORS, DraftRequest, Generator, make_generator
 from rag.answer.citations import CitationValidator, parse_citations, strip_citations
 from rag.answer.pipeline import MAX_CORRECTIONS, answer_question, stream_answer
 from rag.answer.result import (
-    REFUSAL_TEXT,
     Answer,
     AnswerEvent,
     AnswerSentence,
@@ -23,6 +22,7 @@ from rag.answer.result import (
 from rag.answer.scripted import ScriptedLLM
 from rag.answer.spans import render_markdown
 from rag.answer.support import Embed, EvidenceIndex, SupportScore, score_support
+from rag.retrieval.fallback import REFUSAL_TEXT  # the one refusal text (weak evidence or failed validation)
 
 __all__ = [
     "GENERATORS",

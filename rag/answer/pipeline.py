@@ -19,7 +19,6 @@ from llama_index.core.llms import LLM
 from rag.answer.base import DraftRequest, Generator, make_generator
 from rag.answer.citations import CitationValidator, SentenceCheck
 from rag.answer.result import (
-    REFUSAL_TEXT,
     Answer,
     AnswerEvent,
     DraftRejection,
@@ -33,7 +32,8 @@ from rag.answer.sentences import SentenceStream
 from rag.answer.spans import citations_for
 from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
-from rag.errors import InvalidQuery
+from rag.limits import check_query
+from rag.retrieval.fallback import REFUSAL_TEXT  # the one refusal text (weak evidence or failed validation)
 from rag.retrieval.trace import Candidate
 
 MAX_CORRECTIONS = 2  # retries after the first draft
@@ -93,8 +93,7 @@ def stream_answer(
     generator: Generator | None = None,
 ) -> Iterator[AnswerEvent]:
     """Events: EVIDENCE, then per attempt DRAFT / SENTENCE (verified) / REJECTED, then FINAL."""
-    if not question.strip():
-        raise InvalidQuery("The question is empty.")
+    check_query(question, settings)
     clock, evidence = _Clock(), list(evidence)
     yield AnswerEvent(EventKind.EVIDENCE, evidence=evidence)
     gen = generator or make_generator(settings, embed, llm)

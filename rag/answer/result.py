@@ -13,8 +13,6 @@ from typing import Any
 
 from rag.retrieval.trace import Candidate, ModelLabel
 
-REFUSAL_TEXT = "I can't answer that from the documents in this knowledge base."
-
 
 class IssueCode(StrEnum):
     """Why a sentence, a citation or a whole draft was not accepted."""
@@ -107,7 +105,7 @@ class DraftRejection:
 @dataclass
 class Answer:
     question: str
-    text: str  # markdown with [n] markers; REFUSAL_TEXT when refused
+    text: str  # markdown with [n] markers; rag.retrieval.fallback.REFUSAL_TEXT when refused
     generator: ModelLabel
     sentences: list[AnswerSentence] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.config import BUNDLED_EMBEDDER, Settings
-from rag.errors import InvalidQuery, LimitExceeded
+from rag.limits import check_query
 from rag.retrieval import evidence, fallback
 from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, make_reranker
@@ -85,18 +85,6 @@ def dense_route(question: str, embedder_id: str) -> str:
     return ""
 
 
-def validate_question(question: str, settings: Settings) -> str:
-    text = (question or "").strip()
-    if not text:
-        raise InvalidQuery("The question is empty.")
-    if len(text) > settings.max_query_chars:
-        raise LimitExceeded(
-            f"The question is {len(text)} characters long; the limit is {settings.max_query_chars}.",
-            fix="Shorten the question (ask about one thing at a time) or raise RAG_MAX_QUERY_CHARS.",
-        )
-    return text
-
-
 def clean_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
     filters = dict(filters or {})
     unknown = set(filters) - set(FILTER_KEYS)
@@ -114,7 +102,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     timing covers everything before that write."""
     t0 = time.perf_counter()
     settings = settings or kb.settings
-    question = validate_question(question, settings)
+    question = check_query((question or "").strip(), settings)
     filters = clean_filters(filters)
     ctx = context(kb, settings)
     revision = int(kb.index_revision)  # read before searching: what the results come from
