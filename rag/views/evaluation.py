@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from rag.eval.runs.results import STAGES, EvalRun
+from rag.eval.runs.tables import TABLE_METRICS
 
 CHART_METRICS = ("recall@5", "mrr@10", "ndcg@10")
-TABLE_METRICS = ("recall@1", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10", "ndcg@10")
 OVERRIDABLE = ("recall_k", "top_n", "rrf_k", "rerank_threshold", "reranker", "fallback", "rewrite")
 
 
