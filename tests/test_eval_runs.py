@@ -87,7 +87,7 @@ def test_run_scores_every_stage_and_is_stored(kb, gold):
     assert {q.kind for q in run.questions} <= {"answer", "refusal", "clarify"}
     for q in run.questions:
         assert load_trace(kb, q.trace_id).question == q.question  # the trace is persisted
-        assert {"embed", "dense", "sparse", "rerank", "total", "wall"} <= set(q.latency_ms)
+        assert {"embed", "dense", "bm25", "rerank", "total", "wall"} <= set(q.latency_ms)
     if not visitors.refused:
         assert visitors.chunks["evidence"][0] == badge and visitors.citations_valid == visitors.citations_shown > 0
     if parking_in_evidence := [c for c in visitors.chunks["evidence"] if c == _chunk(kb, "parking.md").id]:

@@ -23,6 +23,7 @@ from rag.eval.beir_import import ingest_corpus
 from rag.eval.metrics import latency_summary, mean, mrr, ndcg_at_k, recall_at_k
 from rag.kb import KnowledgeBase
 from rag.retrieval.pipeline import retrieve
+from rag.stages import Stage
 
 log = logging.getLogger(__name__)
 Out = Callable[[str], None]
@@ -32,10 +33,10 @@ DEEP_DOCS = 100  # documents needed for Recall@100
 # published table (../shared/bench/README.md): (system, nDCG@10, Recall@100 or None).
 REFERENCE = {
     "scifact": {
-        "dense": "LlamaIndex VectorStoreIndex, same embedder: 0.642",
-        "bm25": "LlamaIndex BM25Retriever: 0.687 | Anserini flat 0.679 | BEIR multifield 0.665",
-        "rrf": "LlamaIndex QueryFusionRetriever reciprocal_rerank: 0.713",
-        "reranked": "relative_score 0.724 | dist_based_score 0.729 | BGE-base-en-v1.5 0.741",
+        Stage.DENSE: "LlamaIndex VectorStoreIndex, same embedder: 0.642",
+        Stage.BM25: "LlamaIndex BM25Retriever: 0.687 | Anserini flat 0.679 | BEIR multifield 0.665",
+        Stage.RRF: "LlamaIndex QueryFusionRetriever reciprocal_rerank: 0.713",
+        Stage.RERANK: "relative_score 0.724 | dist_based_score 0.729 | BGE-base-en-v1.5 0.741",
     }
 }
 PUBLISHED = {
@@ -48,7 +49,7 @@ PUBLISHED = {
         ("BGE-base-en-v1.5 (dense)", 0.741, 0.967),
     ]
 }
-STAGES = ("dense", "bm25", "rrf", "reranked")
+STAGES = (Stage.DENSE, Stage.BM25, Stage.RRF, Stage.RERANK)
 
 
 @dataclass
@@ -118,10 +119,10 @@ def query_stages(kb, question: str, settings: Settings, deep: int, to_id: dict[s
     fused = sorted((c for c in trace.candidates if c.fused_rank), key=lambda c: c.fused_rank)
     reranked = sorted(fused, key=lambda c: (c.rerank_rank or 10**9, c.fused_rank))
     rankings = {
-        "dense": doc_ranking((h.chunk.doc_name for h in dense), to_id),
-        "bm25": doc_ranking((h.chunk.doc_name for h in sparse), to_id),
-        "rrf": doc_ranking((c.doc_name for c in fused), to_id),
-        "reranked": doc_ranking((c.doc_name for c in reranked), to_id),
+        Stage.DENSE: doc_ranking((h.chunk.doc_name for h in dense), to_id),
+        Stage.BM25: doc_ranking((h.chunk.doc_name for h in sparse), to_id),
+        Stage.RRF: doc_ranking((c.doc_name for c in fused), to_id),
+        Stage.RERANK: doc_ranking((c.doc_name for c in reranked), to_id),
     }
     return rankings, trace.timings_ms.get("total", 0.0)
 

@@ -24,9 +24,10 @@ from rag.bench.beir import bench_home
 from rag.config import Settings
 from rag.eval.metrics import latency_summary
 from rag.retrieval.pipeline import retrieve
+from rag.stages import TIMED_STAGES, TOTAL
 
 SIZES = (1_000, 10_000, 100_000)
-STAGES = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total")
+STAGES = (*TIMED_STAGES, TOTAL)
 BUILD_BATCH = 1000  # documents per ingest call (at least; a tenth of the index for big ones)
 
 

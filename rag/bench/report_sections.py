@@ -23,6 +23,7 @@ from rag.eval.gold.goldset import GoldSet, save_goldset
 from rag.eval.runs import run_goldset
 from rag.eval.runs.results import EvalRun
 from rag.eval.runs.tables import fmt, level_title, markdown_table, stage_rows
+from rag.stages import TOTAL, Stage
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10")
@@ -117,7 +118,7 @@ def answer_sentence(run: EvalRun) -> str:
 
 def latency_sentence(run: EvalRun) -> str:
     lat = run.summary["latency_ms"]
-    shown = [s for s in ("embed", "dense", "sparse", "rerank", "total", "answer", "wall") if s in lat]
+    shown = [s for s in (Stage.EMBED, Stage.DENSE, Stage.BM25, Stage.RERANK, TOTAL, "answer", "wall") if s in lat]
     return (
         "Latency p50 / p95 (ms): "
         + ", ".join(f"{s} {fmt(lat[s]['p50'], 1)} / {fmt(lat[s]['p95'], 1)}" for s in shown)

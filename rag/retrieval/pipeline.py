@@ -23,6 +23,7 @@ from rag.retrieval.rerankers import EmbedderVectors, Reranker, make_reranker
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Dropped, FallbackAction, FallbackDecision, Trace
+from rag.stages import TOTAL, Stage
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     trace.attempts = 2 if attempt.recall_k > settings.recall_k else 1
     trace.fallback = decision
     _fill_candidates(kb, trace, attempt, ranked, settings, decision, timings)
-    timings["total"] = (time.perf_counter() - t0) * 1000
+    timings[TOTAL] = (time.perf_counter() - t0) * 1000
     trace.timings_ms = {k: round(v, 3) for k, v in timings.items()}
     if persist:
         save_trace(kb, trace)
@@ -144,7 +145,7 @@ def _judge(ctx, question, attempt: Attempt, settings, llm, timings, attempt_no: 
     pool = attempt.fused[: attempt.recall_k * RERANK_POOL_FACTOR]
     t = time.perf_counter()
     ranked = ctx.reranker.rank(question, pool)
-    timings["rerank"] = timings.get("rerank", 0.0) + (time.perf_counter() - t) * 1000
+    timings[Stage.RERANK] = timings.get(Stage.RERANK, 0.0) + (time.perf_counter() - t) * 1000
     ev = fallback.Evidence(
         question=question,
         best_score=ranked.best_score,
@@ -157,7 +158,7 @@ def _judge(ctx, question, attempt: Attempt, settings, llm, timings, attempt_no: 
     snippets = [by_id[s.chunk_id].chunk.text for s in ranked.results[:3]]
     t = time.perf_counter()
     decision: FallbackDecision = fallback.decide(ev, settings.fallback, llm, snippets)
-    timings["fallback"] = timings.get("fallback", 0.0) + (time.perf_counter() - t) * 1000
+    timings[Stage.FALLBACK] = timings.get(Stage.FALLBACK, 0.0) + (time.perf_counter() - t) * 1000
     return decision, ranked
 
 
@@ -195,7 +196,7 @@ def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decis
     else:
         for c in top:
             c.dropped_by = Dropped.THRESHOLD
-    timings["evidence"] = (time.perf_counter() - t) * 1000
+    timings[Stage.EVIDENCE] = (time.perf_counter() - t) * 1000
     trace.candidates = list(pool.values())
 
 

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from rag.records import ModelLabel
+from rag.stages import current_timings
 
 
 class Dropped(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
@@ -137,6 +138,7 @@ class Trace:
         d["embedder"] = ModelLabel(**d["embedder"])
         d["reranker"] = ModelLabel(**d["reranker"])
         d["queries"] = [QueryRun(**q) for q in d["queries"]]
+        d["timings_ms"] = current_timings(d.get("timings_ms", {}))
         cands = []
         for c in d["candidates"]:
             c["heading_path"] = tuple(c["heading_path"])

@@ -13,16 +13,18 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from rag.retrieval.trace import Candidate, Trace
+from rag.stages import RANKED_STAGES, TIMED_STAGES, TOTAL, Stage
 from rag.views.highlight import md_escape
 
-STAGES = ("dense", "BM25", "RRF", "rerank", "final")
-_STAGE_ATTR = {
-    "dense": "dense_rank",
-    "BM25": "sparse_rank",
-    "RRF": "fused_rank",
-    "rerank": "rerank_rank",
-    "final": "final_rank",
+STAGES = tuple(s.label for s in RANKED_STAGES)  # as the rank-flow chart shows them
+_RANK_ATTR = {
+    Stage.DENSE: "dense_rank",
+    Stage.BM25: "sparse_rank",
+    Stage.RRF: "fused_rank",
+    Stage.RERANK: "rerank_rank",
+    Stage.EVIDENCE: "final_rank",
 }
+_STAGE_ATTR = {s.label: _RANK_ATTR[s] for s in RANKED_STAGES}
 LEDGER_COLUMNS = [
     "final",
     "status",
@@ -43,7 +45,7 @@ LEDGER_COLUMNS = [
     "chunk_id",
 ]
 PREVIEW_CHARS = 160
-TIMING_ORDER = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total")
+TIMING_ORDER = (*TIMED_STAGES, TOTAL)
 
 
 def bm25_label(settings: dict) -> str:

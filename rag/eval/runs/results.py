@@ -25,7 +25,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-STAGES = ("dense", "bm25", "rrf", "rerank", "evidence")
+from rag.stages import RANKED_STAGES, current_timings
+
+STAGES = RANKED_STAGES
 LEVELS = ("chunk", "doc")
 
 Metrics = dict[str, dict[str, dict[str, float | None]]]  # level -> stage -> metric -> value
@@ -73,7 +75,9 @@ class QuestionResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QuestionResult:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in known})
+        values = {k: v for k, v in d.items() if k in known}
+        values["latency_ms"] = current_timings(values.get("latency_ms", {}))
+        return cls(**values)
 
 
 @dataclass

@@ -17,8 +17,9 @@ from typing import Any
 
 from rag.eval.metrics import latency_summary, mean, refusal_stats
 from rag.eval.runs.results import LEVELS, STAGES, QuestionResult
+from rag.stages import TIMED_STAGES, TOTAL
 
-LATENCY_STAGES = ("embed", "dense", "sparse", "fusion", "rerank", "fallback", "evidence", "total", "answer", "wall")
+LATENCY_STAGES = (*TIMED_STAGES, TOTAL, "answer", "wall")  # answer: generation; wall: the whole question
 
 
 def summarize(questions: Sequence[QuestionResult]) -> dict[str, Any]:

@@ -7,9 +7,11 @@ from typing import Any
 
 from rag.eval.runs.compare import RunComparison
 from rag.eval.runs.results import STAGES, EvalRun
+from rag.eval.runs.summary import LATENCY_STAGES
+from rag.stages import Stage
 
 TABLE_METRICS = ("recall@1", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10", "ndcg@10")
-LATENCY_SHOWN = ("embed", "dense", "sparse", "fusion", "rerank", "evidence", "total", "answer", "wall")
+LATENCY_SHOWN = tuple(s for s in LATENCY_STAGES if s != Stage.FALLBACK)
 
 
 def fmt(value: Any, digits: int = 3) -> str:
