@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rag.cli.kb import add_kb_argument
 from rag.config import Settings
 from rag.retrieval.trace import Trace
 
@@ -9,7 +10,7 @@ from rag.retrieval.trace import Trace
 def add_parser(sub) -> None:
     s = sub.add_parser("ask", help="answer a question from a knowledge base, with checked citations")
     s.add_argument("question")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.add_argument("--trace", action="store_true", help="print the candidate table")
     s.add_argument("--conversation", default="cli")
     s.set_defaults(func=run)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from rag.cli.kb import add_kb_argument
 from rag.config import Settings
 
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("export", help="write a knowledge base (documents, vectors, history) to one file")
     s.add_argument("file", help="the backup file to write (a ZIP)")
-    s.add_argument("--kb", default="default")
+    add_kb_argument(s)
     s.set_defaults(func=cmd_export)
     s = sub.add_parser("import", help="restore a knowledge base from a file written by export")
     s.add_argument("file")

@@ -129,6 +129,14 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_demo)
 
 
-def add_kb_argument(parser, **kwargs) -> None:
-    """``--kb NAME``, defaulting to the knowledge base the app opens (``RAG_DEFAULT_KB``)."""
-    parser.add_argument("--kb", default="default", **kwargs)
+def add_kb_argument(parser) -> None:
+    """``--kb NAME``, defaulting to the knowledge base the app opens (``RAG_DEFAULT_KB``, 'demo'),
+    so ``python -m rag ask "..."`` works right after ``scripts/run.sh``."""
+    parser.add_argument("--kb", default=None, help="knowledge base (default: RAG_DEFAULT_KB, 'demo')")
+    parser.set_defaults(kb_from_settings=True)
+
+
+def resolve_kb(args) -> None:
+    """Fill in ``--kb`` from the settings where it was left out (read when the command runs)."""
+    if getattr(args, "kb_from_settings", False) and args.kb is None:
+        args.kb = Settings.from_env().default_kb

@@ -30,11 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from rag.cli import kb
+
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
+        kb.resolve_kb(args)
         return int(args.func(args) or 0)
     except RagError as exc:
         print(f"error: {exc}", file=sys.stderr)
