@@ -20,6 +20,7 @@ from pathlib import Path
 from rag.config import Settings
 from rag.eval.beir import BeirData, beir_doc_name, iter_corpus, load_beir
 from rag.eval.beir_import import ingest_corpus
+from rag.eval.datasets import resolve_dataset
 from rag.eval.metrics import latency_summary, mean, mrr, ndcg_at_k, recall_at_k
 from rag.kb import KnowledgeBase
 from rag.retrieval.pipeline import retrieve
@@ -30,7 +31,7 @@ Out = Callable[[str], None]
 DEEP_DOCS = 100  # documents needed for Recall@100
 
 # nDCG@10 on SciFact test with off-the-shelf LlamaIndex and the same embedder (issue 3), and the
-# published table (../shared/bench/README.md): (system, nDCG@10, Recall@100 or None).
+# published table (the benchmark data README): (system, nDCG@10, Recall@100 or None).
 REFERENCE = {
     "scifact": {
         Stage.DENSE: "LlamaIndex VectorStoreIndex, same embedder: 0.642",
@@ -190,7 +191,7 @@ def print_report(report: BeirReport, out: Out = print) -> None:
 def add_beir_parser(bsub) -> argparse.ArgumentParser:
     """Register ``bench beir`` on the CLI's bench subparsers."""
     p = bsub.add_parser("beir", help="retrieval quality per stage on a BEIR dataset (dense, BM25, RRF, reranked)")
-    p.add_argument("data_dir", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    p.add_argument("data_dir", help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
     p.add_argument("--split", default="test")
     p.add_argument("--kb", default=None, help="benchmark knowledge base name (default beir-<dataset>)")
     p.add_argument("--limit", type=int, default=0, help="only the first N judged queries")
@@ -203,6 +204,7 @@ def main_beir(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if getattr(args, "recall_k", 0):
         settings = settings.replace(recall_k=args.recall_k)
-    report = bench_beir(args.data_dir, args.split, settings, getattr(args, "kb", None), getattr(args, "limit", 0))
+    data_dir = resolve_dataset(args.data_dir, settings)
+    report = bench_beir(data_dir, args.split, settings, getattr(args, "kb", None), getattr(args, "limit", 0))
     print_report(report)
     return 0

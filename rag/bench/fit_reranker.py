@@ -1,6 +1,6 @@
 """Fit the offline default reranker on a BEIR *train* split and write ``calibration.json``.
 
-    python -m rag.bench.fit_reranker ../shared/bench/scifact [--split train] [--write]
+    python -m rag.bench.fit_reranker scifact [--split train] [--write]
 
 For every judged query it runs the real recall (rewrite, dense + BM25, RRF) on the benchmark
 knowledge base, takes the reranker's pool (top 2 * recall_k fused chunks), and labels each chunk
@@ -22,6 +22,7 @@ import numpy as np
 
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
+from rag.eval.datasets import resolve_dataset
 from rag.eval.metrics import mean, ndcg_at_k
 from rag.retrieval.fusion import Fused
 from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context
@@ -248,7 +249,7 @@ def add_e5(pools: list[Pool], data_dir: str, split: str, settings: Settings) -> 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data_dir")
+    ap.add_argument("data_dir", help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
     ap.add_argument("--split", default="train")
     ap.add_argument("--kb", default=None)
     ap.add_argument("--limit", type=int, default=0)
@@ -280,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     from rag.bench.beir import bench_home, default_kb_name, ingest_beir
 
     args = _parse(argv)
+    args.data_dir = str(resolve_dataset(args.data_dir))
     base = Settings.from_env()
     settings = base.replace(home=bench_home(base))
 

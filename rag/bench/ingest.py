@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rag.config import Settings
 from rag.eval.beir import BeirDoc, beir_document
+from rag.eval.datasets import resolve_dataset
 from rag.ingest.pipeline import UploadItem
 
 
@@ -145,8 +146,13 @@ def _plain_llamaindex(items: list[UploadItem], embedder, home: Path) -> float:
     return time.perf_counter() - t0
 
 
+def _source(path: str) -> Path:
+    """A folder of documents, a corpus.jsonl, or a dataset name in RAG_BENCH_DATA (its corpus.jsonl)."""
+    return Path(path) if Path(path).exists() else resolve_dataset(path) / "corpus.jsonl"
+
+
 def main(args) -> int:
-    figures = run(Path(args.path), args.limit)
+    figures = run(_source(args.path), args.limit)
     print(f"ingest benchmark: {args.path}" + (f" (first {args.limit})" if args.limit else ""))
     for key, value in figures.items():
         print(f"  {key:28} {value:12.3f}" if isinstance(value, float) else f"  {key:28} {value:12d}")

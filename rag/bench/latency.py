@@ -22,6 +22,7 @@ import numpy as np
 
 from rag.bench.beir import bench_home
 from rag.config import Settings
+from rag.eval.datasets import resolve_dataset
 from rag.eval.metrics import latency_summary
 from rag.retrieval.pipeline import retrieve
 from rag.stages import TIMED_STAGES, TOTAL
@@ -170,7 +171,7 @@ def bench_query(settings: Settings, corpus: Path | None, sizes=SIZES, n_queries:
 
 def add_query_parser(bsub) -> argparse.ArgumentParser:
     p = bsub.add_parser("query", help="p50/p95 latency per retrieval stage at ~1k/10k/100k chunks")
-    p.add_argument("--corpus", default=None, help="a BEIR folder whose texts fill the indexes (default: demo)")
+    p.add_argument("--corpus", default=None, help="a BEIR dataset (name in RAG_BENCH_DATA or folder) whose texts fill the indexes (default: demo)")
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated chunk counts")
     p.add_argument("--queries", type=int, default=100)
     p.set_defaults(func=main_query)
@@ -179,6 +180,6 @@ def add_query_parser(bsub) -> argparse.ArgumentParser:
 
 def main_query(args: argparse.Namespace) -> int:
     sizes = tuple(int(s) for s in str(getattr(args, "sizes", "")).split(",") if s) or SIZES
-    corpus = Path(args.corpus) if getattr(args, "corpus", None) else None
+    corpus = resolve_dataset(args.corpus) if getattr(args, "corpus", None) else None
     bench_query(Settings.from_env(), corpus, sizes, getattr(args, "queries", 100))
     return 0

@@ -23,7 +23,7 @@ SECTIONS = ("scifact", "rgb-zh", "demo")
 
 def main(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    bench = Path(args.bench)
+    bench = Path(args.bench or settings.bench_data)
     only = tuple(args.only or SECTIONS)
     limit = int(getattr(args, "rgb_limit", 0) or 0)
     body: list[str] = [header(settings, bench)]
@@ -58,17 +58,18 @@ Config fingerprint `{settings.fingerprint()}`.
 
 ```bash
 export RAG_HOME={home}          # benchmark knowledge bases are cached under $RAG_HOME/bench
-python -m rag report --bench {bench}
+export RAG_BENCH_DATA={bench}   # holds scifact/ and rgb-zh/ (README, "Benchmark data")
+python -m rag report
 ```
 
 Section by section, with the same code (each `eval run` is stored; `python -m rag eval list --kb NAME`):
 
 ```bash
-python -m rag bench beir {bench}/scifact --split test --kb beir-scifact
-RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir {bench}/scifact --kb beir-scifact --split test
+python -m rag bench beir scifact --split test --kb beir-scifact
+RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir scifact --kb beir-scifact --split test
 RAG_HOME=$RAG_HOME/bench python -m rag eval run $RAG_HOME/bench/goldsets/beir-scifact/scifact-test.jsonl --kb beir-scifact --no-answers
-python -m rag bench beir {bench}/rgb-zh/beir --split test --kb beir-rgb-zh
-RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir {bench}/rgb-zh/beir --kb beir-rgb-zh --split test --out $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl
+python -m rag bench beir rgb-zh --split test --kb beir-rgb-zh
+RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir rgb-zh --kb beir-rgb-zh --split test --out $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl
 RAG_HOME=$RAG_HOME/bench python -m rag eval run $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl --kb beir-rgb-zh
 python -m rag report --only rgb-zh --out /tmp/rgb.md   # the positives-removed refusal run needs per-question filters
 python -m rag eval run data/demo/gold.jsonl --kb demo

@@ -7,7 +7,7 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = s.add_subparsers(dest="bench", required=True)
     b = bsub.add_parser("ingest", help="ingest throughput vs the raw encoder and a plain LlamaIndex build")
-    b.add_argument("path", help="a folder of documents or a BEIR corpus.jsonl")
+    b.add_argument("path", help="a folder of documents, a BEIR corpus.jsonl, or a dataset name in RAG_BENCH_DATA")
     b.add_argument("--limit", type=int, default=0, help="only the first N documents")
     b.set_defaults(func=_bench_ingest)
     from rag.bench.beir import add_beir_parser

@@ -49,7 +49,7 @@ def add_parsers(sub) -> None:
     ls.set_defaults(func=cmd_list)
 
     b = esub.add_parser("import-beir", help="ingest a BEIR corpus as a knowledge base and write its gold set")
-    b.add_argument("data_dir", help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv")
+    b.add_argument("data_dir", help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
     b.add_argument("--kb", required=True)
     b.add_argument("--split", default="test")
     b.add_argument("--limit", type=int, default=0, help="only the first N corpus documents")
@@ -57,7 +57,7 @@ def add_parsers(sub) -> None:
     b.set_defaults(func=cmd_import_beir)
 
     rep = sub.add_parser("report", help="benchmark report: SciFact, RGB-zh, demo gold set -> docs/BENCHMARKS.md")
-    rep.add_argument("--bench", default=str(Path("..") / "shared" / "bench"), help="folder with scifact/ and rgb-zh/")
+    rep.add_argument("--bench", default=None, help="folder with scifact/ and rgb-zh/ (default: RAG_BENCH_DATA)")
     rep.add_argument("--out", default="docs/BENCHMARKS.md")
     rep.add_argument("--only", action="append", choices=["scifact", "rgb-zh", "demo"], help="run only these sections")
     rep.add_argument("--rgb-limit", type=int, default=0, help="RGB-zh answer runs on the first N questions only")
@@ -151,12 +151,15 @@ def cmd_list(args) -> int:
 
 def cmd_import_beir(args) -> int:
     from rag.eval.beir_import import import_beir
+    from rag.eval.datasets import resolve_dataset
     from rag.eval.gold.builder import goldsets_dir
     from rag.eval.gold.goldset import save_goldset
     from rag.kb import KnowledgeBase
 
-    kb = KnowledgeBase(args.kb, Settings.from_env(), create=True)
-    result = import_beir(kb, args.data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr))
+    settings = Settings.from_env()
+    data_dir = resolve_dataset(args.data_dir, settings)  # before creating the knowledge base
+    kb = KnowledgeBase(args.kb, settings, create=True)
+    result = import_beir(kb, data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr))
     out = Path(args.out) if args.out else goldsets_dir(kb) / f"{result.gold.name}.jsonl"
     save_goldset(result.gold, out)
     print(
