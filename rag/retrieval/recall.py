@@ -2,8 +2,7 @@
 
 The queries are embedded in one batch, then the BM25 searches run on a thread pool while the
 calling thread runs the dense searches (``RAG_PARALLEL_RECALL=false`` runs them one after the
-other; on 2 cores the two measure the same within noise, 300 questions at 100k chunks
-interleaved: p50 of everything but the embedding 7.8 vs 7.7 ms). Each query's hit ids are
+other; docs/BENCHMARKS.md has the measurement). Each query's hit ids are
 recorded on its ``QueryRun`` so the trace shows what each query found on its own.
 """
 

@@ -64,7 +64,7 @@ def best_long_form(short: str, words: list[str]) -> str | None:
 
 class Acronyms(dict):
     """ACRONYM -> long form, with word indexes so that a question looks up its own words instead
-    of scanning every acronym of the corpus (thousands in a 100k-chunk index: ~2 ms a query)."""
+    of scanning every acronym of the corpus (thousands in a 100k-chunk index)."""
 
     @cached_property
     def by_word(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:

@@ -3,7 +3,7 @@
 No cross-encoder weights install offline, so the default combines what recall produced: the
 embedder's cosine for every candidate (from the vector store, re-embedded only when missing), the
 BM25 score relative to the best one for the query, and each retriever's reciprocal rank. The
-weights were fit on SciFact *train* qrels (see ``calibration.json`` and ``fit.py``), so the output
+weights were fit on SciFact *train* qrels (see ``calibration.json`` and ``rag.bench.fit_reranker``), so the output
 is a probability of relevance comparable across queries, which is what ``rerank_threshold`` needs.
 """
 
