@@ -39,7 +39,7 @@ def _targets() -> dict[str, str]:
         options[f"trace:{trace_id}"] = f"Trace {trace_id} (opened from a link)"
     for t in ask.recent_turns(kb, 200):
         where = "Inspector" if t.conversation == INSPECTOR_CONVERSATION else "Chat"
-        options[f"turn:{t.id}"] = f"{t.question[:90]} · {t.kind} · {where} · {t.created_at[:16].replace('T', ' ')}"
+        options[f"turn:{t.id}"] = f"{t.question[:90]} · {t.outcome.value} · {where} · {t.created_at[:16].replace('T', ' ')}"
     return options
 
 
