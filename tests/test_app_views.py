@@ -251,3 +251,30 @@ def test_answer_without_a_calibrated_score_says_so(make_kb):
     refused = make_trace()
     refused.fallback = FallbackDecision(FallbackAction.REJECT, "weak", 0.1, 0.59)
     assert unscored_note(refused) == "" and unscored_note(None) == ""
+
+
+def test_override_fields_come_from_settings_and_take_a_traces_values():
+    from rag.config import Settings
+    from rag.views.forms import OVERRIDABLE, override_fields
+
+    defaults = {f.name: f for f in override_fields()}
+    assert tuple(defaults) == OVERRIDABLE
+    base = Settings()
+    assert all(f.value == getattr(base, f.name) for f in defaults.values())
+    assert all(f.help for f in defaults.values()) and defaults["reranker"].is_choice
+    traced = {f.name: f for f in override_fields({"top_n": 8, "rerank_threshold": 0.4, "reranker": "gone"})}
+    assert traced["top_n"].value == 8 and traced["rerank_threshold"].value == 0.4
+    assert traced["reranker"].value == base.reranker  # an unknown backend falls back to the default
+    assert {f.name: f.value for f in override_fields(base.replace(recall_k=33))}["recall_k"] == 33
+
+
+def test_documents_frame_has_one_row_per_document_with_provenance():
+    from rag.records import DocumentRecord
+    from rag.views.documents import DOCUMENT_COLUMNS, documents_frame
+
+    doc = DocumentRecord(
+        "d1", "kb", "a.md", "ab" * 32, 2, "markdown", "1", 10, 1, 3, "2026-01-01", "bundled:x", ("hr",), "2025-01-01"
+    )
+    df = documents_frame([doc])
+    assert list(df["name"]) == ["a.md"] and df.iloc[0]["hash"] == "ab" * 6 and df.iloc[0]["tags"] == "hr"
+    assert set(DOCUMENT_COLUMNS) <= set(df.columns)

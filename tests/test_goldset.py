@@ -298,3 +298,21 @@ def test_validate_applies_file_rules_to_sets_built_in_code(tmp_path):
     with pytest.raises(GoldSetError, match=r"field 'relevant\[0\].doc' is missing"):
         save_goldset(GoldSet("g", [no_doc]), tmp_path / "g.jsonl")
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_an_uploaded_gold_set_is_checked_then_kept_as_sent(tmp_path):
+    from types import SimpleNamespace
+
+    from rag.config import Settings
+    from rag.eval.gold.builder import save_uploaded_goldset
+
+    kb = SimpleNamespace(name="kb1", settings=Settings(home=tmp_path))
+    line = json.dumps({"id": "q1", "question": "Who?", "should_refuse": True}) + "\n"
+    gold, path = save_uploaded_goldset(kb, "mine.jsonl", line.encode())
+    assert len(gold) == 1 and path == tmp_path / "goldsets" / "kb1" / "mine.jsonl"
+    assert path.read_text(encoding="utf-8") == line
+    with pytest.raises(GoldSetError, match="UTF-8"):
+        save_uploaded_goldset(kb, "bad.jsonl", b"\xff\xfe")
+    with pytest.raises(GoldSetError):
+        save_uploaded_goldset(kb, "broken.jsonl", b"{not json}\n")
+    assert not (tmp_path / "goldsets" / "kb1" / "broken.jsonl").exists()

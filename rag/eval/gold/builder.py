@@ -17,8 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag.errors import GoldSetError
 from rag.eval.gold.anchoring import ChunkLike
-from rag.eval.gold.goldset import GoldItem, GoldSet, Passage, load_goldset, save_goldset
+from rag.eval.gold.goldset import GoldItem, GoldSet, Passage, load_goldset, parse_goldset, save_goldset
 
 if TYPE_CHECKING:
     from rag.kb import KnowledgeBase
@@ -70,6 +71,21 @@ def remove_judgement(goldset_path: str | Path, question: str, chunk: ChunkLike, 
 def goldsets_dir(kb: KnowledgeBase) -> Path:
     """Where the knowledge base's own gold sets live: ``<home>/goldsets/<kb>/``."""
     return Path(kb.settings.home) / "goldsets" / kb.name
+
+
+def save_uploaded_goldset(kb: KnowledgeBase, filename: str, data: bytes) -> tuple[GoldSet, Path]:
+    """Check an uploaded gold-set file and keep it, as sent, in :func:`goldsets_dir` (named after
+    the file); returns the parsed set and where it was written. Raises ``GoldSetError``."""
+    stem = Path(filename).stem.replace("/", "_")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise GoldSetError(f"{filename} is not UTF-8 text.", fix="Save the file as UTF-8 JSON Lines.") from None
+    gold = parse_goldset(text.splitlines(), name=stem, source=filename)
+    target = goldsets_dir(kb) / f"{stem}.jsonl"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    return gold, target
 
 
 def goldset_paths(kb: KnowledgeBase, bundled: bool = False) -> list[Path]:
