@@ -13,9 +13,9 @@ from rag.records import ChunkRecord, Hit
 from rag.retrieval.fusion import RankedList, Source, rrf_fuse
 from rag.retrieval.rerankers import REGISTRY, EmbedderVectors, make_reranker
 from rag.retrieval.rerankers.base import query_cosines
-from rag.retrieval.rerankers.calibrated import feature_matrix
 from rag.retrieval.rerankers.calibration import load_calibration
 from rag.retrieval.rerankers.e5 import E5Encoder
+from rag.retrieval.rerankers.logistic import feature_matrix
 from tests.retrieval_fakes import HashEmbedder
 
 TEXTS = {

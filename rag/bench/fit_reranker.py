@@ -28,13 +28,13 @@ from rag.retrieval.fusion import Fused
 from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context
 from rag.retrieval.recall import Recall
 from rag.retrieval.rerankers.base import query_cosines
-from rag.retrieval.rerankers.calibrated import feature_matrix
 from rag.retrieval.rerankers.calibration import (
     CALIBRATION_FILE,
     E5_CALIBRATION_FILE,
     Calibration,
     save_calibration,
 )
+from rag.retrieval.rerankers.logistic import feature_matrix
 from rag.retrieval.rewrite import rewrite
 
 FEATURE_SETS = [

