@@ -40,7 +40,9 @@ class Settings:
     )
     default_kb: str = _f("demo", "Knowledge base opened when none is chosen.", affects=False)
     bench_data: Path = _f(
-        Path("data/bench"), "Benchmark datasets by name (scifact/, rgb-zh/, ...) for python -m rag bench.", affects=False
+        Path("data/bench"),
+        "Benchmark datasets by name (scifact/, rgb-zh/, ...) for python -m rag bench.",
+        affects=False,
     )
     # --- models ---
     embed_model: str = _f(BUNDLED_EMBEDDER, "Embedder: 'bundled:all-MiniLM-L6-v2', a local path, or a hub id.")

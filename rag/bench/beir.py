@@ -191,7 +191,10 @@ def print_report(report: BeirReport, out: Out = print) -> None:
 def add_beir_parser(bsub) -> argparse.ArgumentParser:
     """Register ``bench beir`` on the CLI's bench subparsers."""
     p = bsub.add_parser("beir", help="retrieval quality per stage on a BEIR dataset (dense, BM25, RRF, reranked)")
-    p.add_argument("data_dir", help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    p.add_argument(
+        "data_dir",
+        help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+    )
     p.add_argument("--split", default="test")
     p.add_argument("--kb", default=None, help="benchmark knowledge base name (default beir-<dataset>)")
     p.add_argument("--limit", type=int, default=0, help="only the first N judged queries")

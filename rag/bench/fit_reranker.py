@@ -249,7 +249,10 @@ def add_e5(pools: list[Pool], data_dir: str, split: str, settings: Settings) -> 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data_dir", help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    ap.add_argument(
+        "data_dir",
+        help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+    )
     ap.add_argument("--split", default="train")
     ap.add_argument("--kb", default=None)
     ap.add_argument("--limit", type=int, default=0)

@@ -171,7 +171,11 @@ def bench_query(settings: Settings, corpus: Path | None, sizes=SIZES, n_queries:
 
 def add_query_parser(bsub) -> argparse.ArgumentParser:
     p = bsub.add_parser("query", help="p50/p95 latency per retrieval stage at ~1k/10k/100k chunks")
-    p.add_argument("--corpus", default=None, help="a BEIR dataset (name in RAG_BENCH_DATA or folder) whose texts fill the indexes (default: demo)")
+    p.add_argument(
+        "--corpus",
+        default=None,
+        help="a BEIR dataset (name in RAG_BENCH_DATA or folder) whose texts fill the indexes (default: demo)",
+    )
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated chunk counts")
     p.add_argument("--queries", type=int, default=100)
     p.set_defaults(func=main_query)

@@ -49,7 +49,10 @@ def add_parsers(sub) -> None:
     ls.set_defaults(func=cmd_list)
 
     b = esub.add_parser("import-beir", help="ingest a BEIR corpus as a knowledge base and write its gold set")
-    b.add_argument("data_dir", help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)")
+    b.add_argument(
+        "data_dir",
+        help="a dataset name in RAG_BENCH_DATA (e.g. scifact) or a BEIR folder (corpus.jsonl, queries.jsonl, qrels/)",
+    )
     b.add_argument("--kb", required=True)
     b.add_argument("--split", default="test")
     b.add_argument("--limit", type=int, default=0, help="only the first N corpus documents")

@@ -76,7 +76,9 @@ def settings_for(trace: Trace, base: Settings, changes: dict[str, Any] | None = 
     return base.replace(**{**recorded, **(changes or {})})
 
 
-def replay(kb: KnowledgeSource, trace: Trace | str, changes: dict[str, Any] | None = None, llm=None, persist: bool = True) -> Replay:
+def replay(
+    kb: KnowledgeSource, trace: Trace | str, changes: dict[str, Any] | None = None, llm=None, persist: bool = True
+) -> Replay:
     """Re-run a stored trace's question (by ``Trace`` or id) and diff the result against it."""
     old = load_trace(kb, trace) if isinstance(trace, str) else trace
     settings = settings_for(old, kb.settings, changes)

@@ -168,5 +168,7 @@ class _Runner:
         kb, settings, llm = self.kb, self.settings, self.llm
         if not self.run.answers:
             return retrieve(kb, question, settings, filters=filters, llm=llm, persist=True), None, "retrieval"
-        turn, trace = ask_question(kb, question, settings, llm, conversation=EVAL_CONVERSATION, filters=filters, persist=False)
+        turn, trace = ask_question(
+            kb, question, settings, llm, conversation=EVAL_CONVERSATION, filters=filters, persist=False
+        )
         return trace, turn.answer, turn.outcome.value
