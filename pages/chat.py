@@ -5,20 +5,19 @@ import uuid
 import streamlit as st
 
 import appkit
-from rag import service
-from rag.answer import EventKind
-from rag.chatview import (
+from rag import ask
+from rag.answer import EventKind, Outcome
+from rag.demo import DEMO_KB, example_questions
+from rag.views.chat import (
     INSPECTOR_CONVERSATION,
     AnswerStream,
     answer_markdown,
     conversation_labels,
     evidence_cards,
     footnotes,
-    outcome,
     unscored_note,
 )
-from rag.demo import DEMO_KB, example_questions
-from rag.highlight import md_escape
+from rag.views.highlight import md_escape
 
 appkit.page_setup()
 
@@ -31,12 +30,12 @@ def _new_conversation() -> None:
 
 
 def _conversation_options() -> dict[str, str]:
-    order = [c for c in service.conversations(kb) if c != INSPECTOR_CONVERSATION]
+    order = [c for c in ask.conversations(kb) if c != INSPECTOR_CONVERSATION]
     if "conversation" not in st.session_state:
         wanted = st.query_params.get("c") or st.session_state.get("_conversation")
         st.session_state["conversation"] = wanted or (order[0] if order else uuid.uuid4().hex[:12])
     current = st.session_state["conversation"]
-    labels = conversation_labels(order, service.recent_turns(kb, 500))
+    labels = conversation_labels(order, ask.recent_turns(kb, 500))
     return labels if current in labels else {current: "New conversation", **labels}
 
 
@@ -67,13 +66,12 @@ def _sources(turn) -> None:
 
 
 def _outcome(answer) -> None:
-    kind, reason = outcome(answer)
-    if kind == "clarify":
+    if answer.outcome is Outcome.CLARIFY:
         st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon=":material/help:")
-        st.caption(f"Why: {md_escape(reason)}")
-    elif kind == "refusal":
+        st.caption(f"Why: {md_escape(answer.refusal_reason)}")
+    elif answer.outcome is Outcome.REFUSAL:
         st.warning(f"**Not answered** — {md_escape(answer.text)}", icon=":material/block:")
-        st.caption(f"Why: {md_escape(reason)}")
+        st.caption(f"Why: {md_escape(answer.refusal_reason)}")
     else:
         st.markdown(answer_markdown(answer.text))
 
@@ -82,7 +80,7 @@ def _turn(turn) -> None:
     with st.chat_message("user"):
         st.markdown(md_escape(turn.question))
     with st.chat_message("assistant"):
-        trace = service.load_trace(kb, turn.trace_id)
+        trace = ask.load_trace(kb, turn.trace_id)
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
         _outcome(turn.answer)
@@ -107,14 +105,14 @@ def _ask(question: str, conversation: str) -> bool:
         cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
         view = AnswerStream()
         try:
-            for kind, payload in service.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
-                if kind == "trace":
-                    status.update(label=f"Retrieved in {payload.timings_ms.get('total', 0):.0f} ms", state="complete")
+            for event in ask.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
+                if isinstance(event, ask.TraceReady):
+                    ms = event.trace.timings_ms.get("total", 0)
+                    status.update(label=f"Retrieved in {ms:.0f} ms", state="complete")
+                if not isinstance(event, ask.Answering):
                     continue
-                if kind != "event":
-                    continue
-                view.feed(payload)
-                if payload.kind is EventKind.EVIDENCE and view.evidence:
+                view.feed(event.event)
+                if event.event.kind is EventKind.EVIDENCE and view.evidence:
                     with cards:
                         _cards(view.evidence, expanded=True)
                 answer_box.markdown(view.verified_markdown)
@@ -134,7 +132,7 @@ top[1].button("New conversation", key="new_conversation", on_click=_new_conversa
 conversation = st.session_state["_conversation"] = st.session_state["conversation"]
 st.query_params["c"] = conversation
 
-history = service.history(kb, conversation)
+history = ask.history(kb, conversation)
 for past in history:
     _turn(past)
 

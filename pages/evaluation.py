@@ -5,22 +5,18 @@ from pathlib import Path
 import streamlit as st
 
 import appkit
-from rag.charts import metrics_figure
+from appkit import evaluation as runs_view
+from appkit.widgets import settings_overrides
 from rag.errors import RagError
-from rag.eval.goldset import parse_goldset
-from rag.eval.runs import compare_runs, goldset_paths, goldsets_dir, list_runs, load_run, run_goldset, to_csv, to_json
-from rag.evalview import (
-    delta_frame,
-    headline,
-    levels,
+from rag.eval.gold.builder import save_uploaded_goldset
+from rag.eval.runs import goldset_paths, list_runs, load_run, run_goldset
+from rag.views.charts import metrics_figure
+from rag.views.evaluation import (
     metrics_long,
-    question_delta_frame,
     question_frame,
-    run_label,
     stage_table,
 )
-from rag.highlight import md_escape
-from rag.retrieval.rerankers import REGISTRY
+from rag.views.highlight import md_escape
 
 appkit.page_setup()
 
@@ -37,31 +33,11 @@ def _upload_goldset() -> None:
         up = st.file_uploader("Gold set file", type=["jsonl"], key="gold_upload")
         if up is not None and st.button("Save gold set", key="gold_save"):
             try:
-                text = up.getvalue().decode("utf-8")
-                gold = parse_goldset(text.splitlines(), name=Path(up.name).stem, source=up.name)
-            except (RagError, UnicodeDecodeError) as exc:
+                gold, target = save_uploaded_goldset(kb, up.name, up.getvalue())
+            except RagError as exc:
                 appkit.show_error(exc)
                 return
-            target = goldsets_dir(kb) / (Path(up.name).stem.replace("/", "_") + ".jsonl")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
             st.success(f"Saved {len(gold)} questions as {md_escape(target.name)}.")
-
-
-def _config(box, tag: str) -> dict:
-    """Settings overrides for one configuration (defaults: the active settings)."""
-    s = appkit.settings()
-    c = box.columns(3)
-    names = sorted(REGISTRY)
-    return {
-        "recall_k": c[0].number_input("recall_k", 1, 500, s.recall_k, key=f"{tag}_recall_k"),
-        "top_n": c[1].number_input("top_n", 1, 100, s.top_n, key=f"{tag}_top_n"),
-        "rrf_k": c[2].number_input("RRF k", 1, 1000, s.rrf_k, key=f"{tag}_rrf_k"),
-        "rerank_threshold": c[0].number_input(
-            "rerank threshold", 0.0, 1.0, float(s.rerank_threshold), 0.01, key=f"{tag}_threshold"
-        ),
-        "reranker": c[1].selectbox("reranker", names, names.index(s.reranker), key=f"{tag}_reranker"),
-    }
 
 
 def _run(path: Path, configs: list[dict], answers: bool) -> None:
@@ -93,9 +69,9 @@ def _setup() -> None:
     _upload_goldset()
     two = st.toggle("Compare two configurations", key="eval_two")
     cols = st.columns(2 if two else 1)
-    configs = [_config(cols[0].container(border=True), "cfg_a")]
+    configs = [settings_overrides(cols[0].container(border=True), appkit.settings(), "cfg_a")]
     if two:
-        configs.append(_config(cols[1].container(border=True), "cfg_b"))
+        configs.append(settings_overrides(cols[1].container(border=True), appkit.settings(), "cfg_b"))
     answers = st.checkbox(
         "Generate answers (refusal accuracy and citation validity need them)", True, key="eval_answers"
     )
@@ -119,24 +95,6 @@ def _pick_runs() -> list:
         "Runs to show (pick two to compare)", ids, format_func=labels.get, max_selections=2, key="eval_pick"
     )
     return [load_run(kb, r) for r in picked]
-
-
-def _overview(runs: list) -> str:
-    cols = st.columns(len(runs))
-    for col, run in zip(cols, runs, strict=True):
-        with col.container(border=True):
-            st.markdown(f"**{md_escape(run_label(run))}**")
-            st.caption(md_escape(f"reranker {run.reranker} · fingerprint {run.config_fingerprint}"))
-            figs = headline(run)
-            mcols = st.columns(3)
-            for j, (name, value) in enumerate(figs.items()):
-                shown = "—" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
-                mcols[j % 3].metric(name, shown)
-            c1, c2 = st.columns(2)
-            c1.download_button("CSV", to_csv(run), f"run-{run.id}.csv", "text/csv", key=f"csv_{run.id}")
-            c2.download_button("JSON", to_json(run), f"run-{run.id}.json", "application/json", key=f"json_{run.id}")
-    options = sorted({lv for run in runs for lv in levels(run)}) or ["doc"]
-    return st.radio("Level", options, horizontal=True, key="eval_level")
 
 
 def _questions(runs: list, level: str) -> None:
@@ -164,31 +122,13 @@ def _questions(runs: list, level: str) -> None:
         st.caption("Select a row to open its trace in the Inspector.")
 
 
-def _compare(runs: list, level: str) -> None:
-    a, b = runs
-    cmp = compare_runs(a, b, stage="evidence", level=level)
-    st.subheader(f"Run {b.id} against {a.id}")
-    changed = ", ".join(f"{k}: {x} → {y}" for k, (x, y) in cmp.settings_changed.items()) or "none"
-    st.markdown(
-        f"**Settings changed:** {md_escape(changed)} · {len(cmp.wins)} wins, {len(cmp.losses)} losses, "
-        f"{len(cmp.ties)} ties on {cmp.metric} ({cmp.level}, evidence)"
-    )
-    if not cmp.same_goldset:
-        st.warning("The runs used different gold sets; only questions in both are compared.")
-    if cmp.index_changed:
-        st.warning("The index changed between the runs: differences may come from the data too.")
-    left, right = st.columns(2)
-    left.dataframe(delta_frame(cmp), hide_index=True, width="stretch", key="eval_deltas")
-    right.dataframe(question_delta_frame(cmp, b), hide_index=True, width="stretch", key="eval_qdeltas")
-
-
 _setup()
 st.divider()
 runs = _pick_runs()
 if not runs:
     st.info("Pick a run to see its results.")
     st.stop()
-level = _overview(runs)
+level = runs_view.overview(runs)
 data = metrics_long(runs, level)
 if not data.empty:
     st.plotly_chart(metrics_figure(data), key="eval_chart")
@@ -196,5 +136,5 @@ tables = st.columns(len(runs))
 for col, run in zip(tables, runs, strict=True):
     col.dataframe(stage_table(run, level), hide_index=True, width="stretch", key=f"stages_{run.id}")
 if len(runs) == 2:
-    _compare(runs, level)
+    runs_view.comparison(runs, level)
 _questions(runs, level)

@@ -3,24 +3,12 @@
 import streamlit as st
 
 import appkit
-from rag import service
-from rag.charts import rank_flow_figure, score_figure, timings_figure
-from rag.chatview import INSPECTOR_CONVERSATION, answer_markdown, outcome
-from rag.highlight import md_escape
-from rag.ledger import (
-    bm25_label,
-    diff_summary,
-    filter_ledger,
-    ledger_columns,
-    ledger_frame,
-    query_frame,
-    rank_flow,
-    replay_frame,
-    score_frame,
-    status_options,
-    timings_frame,
-)
-from rag.sources import source_views
+from appkit import inspector as tab
+from rag import ask
+from rag.answer import Outcome
+from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown
+from rag.views.highlight import md_escape
+from rag.views.ledger import bm25_label
 
 appkit.page_setup()
 
@@ -36,9 +24,11 @@ def _targets() -> dict[str, str]:
     trace_id = st.query_params.get("trace")
     if trace_id and not st.query_params.get("turn"):
         options[f"trace:{trace_id}"] = f"Trace {trace_id} (opened from a link)"
-    for t in service.recent_turns(kb, 200):
+    for t in ask.recent_turns(kb, 200):
         where = "Inspector" if t.conversation == INSPECTOR_CONVERSATION else "Chat"
-        options[f"turn:{t.id}"] = f"{t.question[:90]} · {t.kind} · {where} · {t.created_at[:16].replace('T', ' ')}"
+        options[f"turn:{t.id}"] = (
+            f"{t.question[:90]} · {t.outcome.value} · {where} · {t.created_at[:16].replace('T', ' ')}"
+        )
     return options
 
 
@@ -61,7 +51,7 @@ def _ask_new() -> None:
     if go and question.strip():
         try:
             with st.spinner("Retrieving and answering…"):
-                turn, _ = service.ask(kb, question, appkit.settings(), appkit.llm(), INSPECTOR_CONVERSATION)
+                turn, _ = ask.ask(kb, question, appkit.settings(), appkit.llm(), INSPECTOR_CONVERSATION)
         except Exception as exc:  # shown with its fix
             appkit.show_error(exc)
             return
@@ -83,8 +73,8 @@ def _follow_in_url(target: str) -> None:
 
 def _load(target: str):
     kind, _, ident = target.partition(":")
-    turn = service.get_turn(kb, ident) if kind == "turn" else None
-    trace = service.load_trace(kb, turn.trace_id if turn else ident)
+    turn = ask.get_turn(kb, ident) if kind == "turn" else None
+    trace = ask.load_trace(kb, turn.trace_id if turn else ident)
     return turn, trace
 
 
@@ -111,161 +101,14 @@ def _header(turn, trace) -> None:
     if rr.stand_in:
         st.warning(f"The rerank scores come from a **stand-in**: {md_escape(rr.note)}", icon=":material/warning:")
     if turn is not None:
-        kind, reason = outcome(turn.answer)
-        if kind == "answer":
-            st.markdown(answer_markdown(turn.answer.text))
+        answer = turn.answer
+        if answer.outcome is Outcome.ANSWER:
+            st.markdown(answer_markdown(answer.text))
         else:
             st.warning(
-                f"**{'Clarifying question' if kind == 'clarify' else 'Not answered'}** — "
-                f"{md_escape(turn.answer.text)}  \nWhy: {md_escape(reason)}"
+                f"**{'Clarifying question' if answer.outcome is Outcome.CLARIFY else 'Not answered'}** — "
+                f"{md_escape(answer.text)}  \nWhy: {md_escape(answer.refusal_reason)}"
             )
-
-
-def _ledger(trace) -> None:
-    df = ledger_frame(trace)
-    cols = st.columns([2, 2, 2])
-    statuses = cols[0].multiselect("Status / dropped by", status_options(df), key="ledger_status")
-    docs = cols[1].multiselect("Document", sorted(df["doc"].unique()), key="ledger_docs")
-    text = cols[2].text_input("Contains", key="ledger_search")
-    shown = filter_ledger(df, statuses, docs, text)
-    st.caption(f"{len(shown)} of {len(df)} candidates · click a column header to sort · select rows to label them")
-    event = st.dataframe(
-        shown,
-        hide_index=True,
-        width="stretch",
-        key="ledger",
-        on_select="rerun",
-        selection_mode="multi-row",
-        column_config=_ledger_columns(trace),
-    )
-    rows = event.selection.rows if event else []
-    _judge(trace, shown.iloc[rows] if rows else shown.iloc[0:0])
-
-
-def _ledger_columns(trace) -> dict:
-    """Column headers, number formats and help (naming the model behind each score) from rag.ledger."""
-    out = {}
-    for col, (label, fmt, help_text) in ledger_columns(trace).items():
-        kind = st.column_config.NumberColumn if fmt else st.column_config.TextColumn
-        out[col] = kind(label, help=help_text or None, **({"format": fmt} if fmt and fmt != "int" else {}))
-    return out
-
-
-def _judge(trace, selected) -> None:
-    """Label selected candidates relevant / irrelevant into a gold set."""
-    try:
-        from rag.eval.runs import add_judgement, goldset_paths
-    except ImportError:
-        return
-    if selected.empty:
-        return
-    paths = goldset_paths(kb)
-    cols = st.columns([3, 1, 1], vertical_alignment="bottom")
-    path = cols[0].selectbox("Gold set", paths, format_func=lambda p: p.name, key="judge_goldset")
-    verdict = None
-    if cols[1].button("Mark relevant", key="judge_relevant", icon=":material/check_circle:"):
-        verdict = True
-    if cols[2].button("Mark irrelevant", key="judge_irrelevant", icon=":material/cancel:"):
-        verdict = False
-    if verdict is not None:
-        by_id = trace.by_id()
-        try:
-            for cid in selected["chunk_id"]:
-                add_judgement(path, trace.question, by_id[cid], verdict)
-            st.success(f"Labelled {len(selected)} candidate(s) in {md_escape(path.name)}.")
-        except Exception as exc:  # shown with its fix
-            appkit.show_error(exc)
-
-
-def _scores(trace) -> None:
-    fb = trace.fallback
-    if fb is not None:
-        c = st.columns(4)
-        c[0].metric("Decision", fb.action.value.replace("_", " "))
-        c[1].metric("Best rerank score", "—" if fb.best_score is None else f"{fb.best_score:.3f}")
-        c[2].metric("Threshold", f"{fb.threshold:.3f}")
-        c[3].metric("Margin", "—" if fb.margin is None else f"{fb.margin:+.3f}")
-        st.caption(f"Judged by {fb.judged_by} · attempts {trace.attempts} · {md_escape(fb.reason)}")
-    scores = score_frame(trace)
-    if scores.empty:
-        st.info("No candidate reached the reranker.")
-    else:
-        best = fb.best_score if fb else None
-        st.plotly_chart(score_figure(scores, trace.settings.get("rerank_threshold", 0.0), best), key="score_chart")
-    flow = rank_flow(trace)
-    if not flow.empty:
-        st.plotly_chart(rank_flow_figure(flow), key="rank_flow_chart")
-
-
-def _sources(turn, trace) -> None:
-    views = source_views(trace, turn.answer if turn else None, kb.neighbours)
-    if not views:
-        st.info("No evidence was used for this question (see Scores & fallback for why).")
-        return
-    focus = st.query_params.get("cite", "")
-    for v in views:
-        cited = " · cited as " + " ".join(f":blue-badge[{n}]" for n in v.cited_by) if v.cited_by else ""
-        star = " · :orange-badge[opened citation]" if focus and focus in map(str, v.cited_by) else ""
-        extra = " · neighbour of a kept chunk" if v.neighbour_of else ""
-        score = f" · rerank {v.score:.3f}" if v.score is not None else ""
-        st.markdown(f":gray-badge[{v.n}] {v.main.where}{score}{cited}{extra}{star}")
-        st.html(v.main.html)
-        if v.neighbours:
-            with st.expander(f"Neighbouring chunks ({len(v.neighbours)})", expanded=bool(star)):
-                for nb in v.neighbours:
-                    st.caption(nb.where)
-                    st.html(nb.html)
-
-
-def _queries(trace) -> None:
-    st.dataframe(query_frame(trace), hide_index=True, width="stretch", key="query_table")
-    st.plotly_chart(timings_figure(timings_frame(trace)), key="timings_chart")
-
-
-def _replay(trace) -> None:
-    from rag.retrieval.replay import replay
-    from rag.retrieval.rerankers import REGISTRY
-
-    s = trace.settings
-    with st.form("replay_form"):
-        c = st.columns(4)
-        recall_k = c[0].number_input("recall_k", 1, 500, int(s.get("recall_k", 20)), key="replay_recall_k")
-        top_n = c[1].number_input("top_n", 1, 100, int(s.get("top_n", 5)), key="replay_top_n")
-        rrf_k = c[2].number_input("RRF k (fusion)", 1, 1000, int(s.get("rrf_k", 60)), key="replay_rrf_k")
-        threshold = c[3].number_input(
-            "rerank threshold", 0.0, 1.0, float(s.get("rerank_threshold", 0.35)), 0.01, key="replay_threshold"
-        )
-        names = sorted(REGISTRY)
-        current = s.get("reranker", "default")
-        reranker = st.selectbox(
-            "reranker", names, names.index(current) if current in names else 0, key="replay_reranker"
-        )
-        go = st.form_submit_button("Replay with these settings", type="primary", key="replay_run")
-    if go:
-        changes = {
-            "recall_k": recall_k,
-            "top_n": top_n,
-            "rrf_k": rrf_k,
-            "rerank_threshold": threshold,
-            "reranker": reranker,
-        }
-        try:
-            with st.spinner("Replaying…"):
-                st.session_state["replay"] = (trace.id, replay(kb, trace, changes, appkit.llm(), persist=False))
-        except Exception as exc:  # shown with its fix
-            appkit.show_error(exc)
-    done = st.session_state.get("replay")
-    if done and done[0] == trace.id:
-        _diff(done[1])
-
-
-def _diff(result) -> None:
-    d = result.diff
-    if d.index_changed:
-        st.warning("The index changed since this trace was recorded: differences may come from the data too.")
-    st.markdown("  \n".join(diff_summary(d)))
-    table = replay_frame(result.old, result.new, d.moved_in, d.moved_out)
-    st.dataframe(table, hide_index=True, width="stretch", key="replay_table")
 
 
 _ask_new()
@@ -286,13 +129,13 @@ _header(turn, trace)
 default_tab = "Sources" if st.query_params.get("cite") else TABS[0]
 tabs = st.tabs(TABS, key="tab", bind="query-params", default=default_tab)
 renderers = [
-    lambda: _ledger(trace),
-    lambda: _scores(trace),
-    lambda: _sources(turn, trace),
-    lambda: _queries(trace),
-    lambda: _replay(trace),
+    lambda: tab.candidates(kb, trace),
+    lambda: tab.scores(trace),
+    lambda: tab.sources(kb, turn, trace),
+    lambda: tab.queries(trace),
+    lambda: tab.replay_run(kb, trace),
 ]
-for tab, render in zip(tabs, renderers, strict=True):
-    if tab.open is not False:
-        with tab:
+for shown, render in zip(tabs, renderers, strict=True):
+    if shown.open is not False:
+        with shown:
             render()

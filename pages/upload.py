@@ -1,12 +1,13 @@
 """Upload: add documents with per-file, per-stage progress; document table; chunk preview; delete."""
 
-import pandas as pd
 import streamlit as st
 
 import appkit
-from rag.highlight import md_escape
+from appkit.widgets import column_config
 from rag.ingest.pipeline import UploadItem
 from rag.ingest.safety import SUPPORTED_EXTENSIONS
+from rag.views.documents import DOCUMENT_COLUMNS, documents_frame
+from rag.views.highlight import md_escape
 
 appkit.page_setup()
 
@@ -72,30 +73,9 @@ def _results() -> None:
 
 
 def _table(docs) -> None:
-    rows = [
-        {
-            "name": d.name,
-            "pages": d.pages,
-            "chunks": d.chunks,
-            "revision": d.revision,
-            "hash": d.content_hash[:12],
-            "parser": f"{d.parser} {d.parser_version}",
-            "embedder": d.embed_model,
-            "tags": ", ".join(d.tags),
-            "date": d.doc_date,
-            "added": d.created_at,
-            "id": d.id,
-        }
-        for d in docs
-    ]
-    config = {
-        "name": st.column_config.TextColumn("name", width="medium"),
-        "pages": st.column_config.NumberColumn("pages"),
-        "chunks": st.column_config.NumberColumn("chunks"),
-        "revision": st.column_config.NumberColumn("rev.", help="Revision: a changed re-upload adds one"),
-        "hash": st.column_config.TextColumn("hash", help="First 12 hex digits of the content's sha256"),
-    }
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="doc_table", column_config=config)
+    config = column_config(DOCUMENT_COLUMNS)
+    config["name"] = st.column_config.TextColumn("name", width="medium")
+    st.dataframe(documents_frame(docs), hide_index=True, width="stretch", key="doc_table", column_config=config)
 
 
 def _preview(docs) -> None:

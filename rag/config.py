@@ -39,6 +39,11 @@ class Settings:
         30.0, "Seconds a Chroma server request may take before it is retried once (server mode).", affects=False
     )
     default_kb: str = _f("demo", "Knowledge base opened when none is chosen.", affects=False)
+    bench_data: Path = _f(
+        Path("data/bench"),
+        "Benchmark datasets by name (scifact/, rgb-zh/, ...) for python -m rag bench.",
+        affects=False,
+    )
     # --- models ---
     embed_model: str = _f(BUNDLED_EMBEDDER, "Embedder: 'bundled:all-MiniLM-L6-v2', a local path, or a hub id.")
     embed_batch_size: int = _f(64, "Chunks per embedding batch during ingest.", affects=False)

@@ -107,3 +107,9 @@ class LLMOutputError(LLMError):
     """The LLM answered, but not in the shape asked for (e.g. no valid JSON with the needed keys)."""
 
     fix = "The caller falls back to rules; a larger or instruction-tuned model answers in shape more often."
+
+
+class BenchDataNotFound(RagError):
+    """A benchmark dataset named on the command line is not in the benchmark data folder."""
+
+    fix = "Pass the dataset folder's path, or set RAG_BENCH_DATA to the folder that holds it."

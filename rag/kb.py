@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from rag.config import Settings
+from rag.embedder import Embedder, load_embedder
 from rag.errors import DocumentNotFound, EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable
 from rag.ingest import pipeline
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
 from rag.limits import check_query
-from rag.models import Embedder, load_embedder
-from rag.records import ChunkRecord, DocumentRecord, Hit
+from rag.records import ChunkRecord, DocumentRecord, Hit, TermStats
 from rag.store import writer
-from rag.store.bm25 import BM25Index, TermStats
+from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
 from rag.store.vectors import VectorStore
 

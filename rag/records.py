@@ -163,3 +163,25 @@ class Hit:
 
     chunk: ChunkRecord
     score: float
+
+
+@dataclass
+class ModelLabel:
+    """Which model produced a score, and whether it is a stand-in for what was configured."""
+
+    backend: str
+    model: str
+    stand_in: bool = False
+    note: str = ""
+
+    def __str__(self) -> str:
+        s = f"{self.backend}:{self.model}"
+        return f"{s} (stand-in: {self.note})" if self.stand_in else s
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """Chunk counts for some BM25 terms within a scope (all chunks, or a filter's documents)."""
+
+    chunks: int  # chunks in the scope
+    df: dict[str, int]  # term -> chunks of the scope that contain it

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m rag demo
-exec .venv/bin/streamlit run app.py --server.headless true --browser.gatherUsageStats false "$@"
+exec .venv/bin/streamlit run app.py --server.headless true --server.fileWatcherType none \
+  --browser.gatherUsageStats false "$@"

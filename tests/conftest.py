@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def embedder():
-    from rag.models import load_embedder
+    from rag.embedder import load_embedder
 
     return load_embedder(Settings.from_env(env={}))
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.embedder import Embedder, bundled_path
 from rag.ingest.chunking import estimate_tokens
-from rag.models import Embedder, bundled_path
 
 HASH_MODEL_ID = "test-hash-embedder"
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""An in-memory knowledge base with the same retrieval methods as ``rag.kb.KnowledgeBase``.
+"""An in-memory ``KnowledgeSource`` (rag.source): the retrieval side of ``rag.kb.KnowledgeBase``.
 
 Dense search is exact cosine over numpy vectors from a real ``Embedder`` (or the hashing
 embedder below); sparse search is the project's real ``BM25Index``. Used by unit tests and
@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag.config import Settings
-from rag.records import ChunkRecord, Hit
+from rag.records import ChunkRecord, Hit, TermStats
 from rag.retrieval.trace import ModelLabel, Trace
-from rag.store.bm25 import BM25Index, TermStats
+from rag.source import TextEmbedder
+from rag.store.bm25 import BM25Index
 
 
 class HashEmbedder:
@@ -72,7 +73,7 @@ class FakeCatalog:
 class FakeKB:
     name: str
     docs: list[FakeDoc]
-    embedder: object
+    embedder: TextEmbedder
     settings: Settings = field(default_factory=Settings)
     catalog: FakeCatalog = field(default_factory=FakeCatalog)
     index_revision: int = 1

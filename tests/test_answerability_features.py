@@ -6,10 +6,11 @@ import math
 
 import pytest
 
+from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess, features, script_of
 from rag.retrieval.answerability.model import AnswerabilityModel
 from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, idf, question_terms
-from rag.store.bm25 import BM25Index, TermStats
+from rag.store.bm25 import BM25Index
 
 
 def test_question_terms_keep_the_subject_and_the_surface_form():
@@ -113,13 +114,29 @@ def test_assess_fitted_model_says_what_is_missing():
     assert a.missing == "The documents don't mention 'sabbatical'."
     assert a.contributions["p_top"] == pytest.approx(3.6)
     assert a.probability < 0.5 and "P(answerable)" in a.reason and "< 0.500" in a.reason
-    ok = assess("How many days do employees get?", chunks, TermStats(10, {"day": 2, "employe": 5}), "latin", 0.5, 0.59, model=model)
+    ok = assess(
+        "How many days do employees get?",
+        chunks,
+        TermStats(10, {"day": 2, "employe": 5}),
+        "latin",
+        0.5,
+        0.59,
+        model=model,
+    )
     assert ok.answerable and ok.missing == ""
 
 
 def test_rule_model_compares_the_best_probability():
     rule = AnswerabilityModel("rule")
     chunks = [EvidenceChunk("Employees get 25 days of leave.", 0.58, 1, 1)]
-    a = assess("How many days do employees get?", chunks, TermStats(5, {"day": 1, "employe": 1}), "latin", 0.5, 0.59, model=rule)
+    a = assess(
+        "How many days do employees get?",
+        chunks,
+        TermStats(5, {"day": 1, "employe": 1}),
+        "latin",
+        0.5,
+        0.59,
+        model=rule,
+    )
     assert not a.answerable and a.threshold == 0.59 and a.probability == 0.58
     assert not assess("anything", [], TermStats(0, {}), "latin", 0.5, 0.59, model=rule).answerable

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rag.highlight import Span, breadcrumb, excerpt, highlight, md_escape, merge_spans, passage_html
+from rag.views.highlight import Span, breadcrumb, excerpt, highlight, md_escape, merge_spans, passage_html
 
 PAYLOADS = [
     "<script>window.__xss=1</script>",

@@ -14,9 +14,9 @@ import streamlit as st
 from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, build_kb, small_goldset
 from streamlit.testing.v1 import AppTest
 
-from rag import service
+from rag import ask
 from rag.config import Settings
-from rag.highlight import md_escape
+from rag.views.highlight import md_escape
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 240
@@ -31,7 +31,7 @@ def app_kb(tmp_path_factory, embedder):
     st.cache_resource.clear()
     kb = build_kb(Settings.from_env(), embedder)
     for question in (ANSWERABLE, UNANSWERABLE):  # turns for the Inspector tests, whatever runs first
-        service.ask(kb, question, conversation="fixture")
+        ask.ask(kb, question, conversation="fixture")
     yield kb
     st.cache_resource.clear()
     if saved is None:
@@ -135,23 +135,23 @@ def test_chat_hostile_answer_is_escaped(app_kb):
 def test_chat_history_survives_a_new_session_and_a_restart(app_kb):
     st.cache_resource.clear()  # as after an app restart: models and knowledge bases rebuilt
     conv = next(
-        t.conversation for t in service.recent_turns(app_kb) if t.question == ANSWERABLE and t.conversation != "fixture"
+        t.conversation for t in ask.recent_turns(app_kb) if t.question == ANSWERABLE and t.conversation != "fixture"
     )
     at = start(c=conv)  # a reload keeps ?c= in the URL
     assert at.selectbox(key="conversation").value == conv
     shown = texts(at.markdown)
-    for turn in service.history(app_kb, conv):
+    for turn in ask.history(app_kb, conv):
         assert md_escape(turn.question) in shown
     latest = start()  # no URL: the most recent conversation (questions asked in the Inspector are not chat)
-    recent = next(c for c in service.conversations(app_kb) if c != "inspector")
+    recent = next(c for c in ask.conversations(app_kb) if c != "inspector")
     assert latest.selectbox(key="conversation").value == recent
-    assert len(latest.chat_message) == 2 * len(service.history(app_kb, recent))
+    assert len(latest.chat_message) == 2 * len(ask.history(app_kb, recent))
     run(latest.button(key="new_conversation").click())
     assert len(latest.chat_message) == 0 and latest.button(key="example_0")
 
 
 def _last_turn(kb, question: str):
-    return next(t for t in service.recent_turns(kb, 200) if t.question == question)
+    return next(t for t in ask.recent_turns(kb, 200) if t.question == question)
 
 
 def test_inspector_ledger_has_every_stage_filled(app_kb):
@@ -283,7 +283,7 @@ def test_pages_explain_what_to_do_without_documents(app_kb):
 
 
 def test_inspector_labels_selected_candidates_into_a_gold_set(app_kb):
-    from rag.eval.goldset import load_goldset
+    from rag.eval.gold.goldset import load_goldset
     from rag.eval.runs import goldsets_dir
 
     turn = _last_turn(app_kb, ANSWERABLE)

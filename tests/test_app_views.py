@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind
-from rag.charts import rank_flow_figure, score_figure, timings_figure
-from rag.chatview import AnswerStream, answer_markdown, conversation_labels, footnotes, outcome
-from rag.ledger import filter_ledger, ledger_frame, query_frame, rank_flow, replay_frame, score_frame, timings_frame
+from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind, Outcome
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
-from rag.sources import source_views
+from rag.views.charts import rank_flow_figure, score_figure, timings_figure
+from rag.views.chat import AnswerStream, answer_markdown, conversation_labels, footnotes
+from rag.views.ledger import (
+    filter_ledger,
+    ledger_frame,
+    query_frame,
+    rank_flow,
+    replay_frame,
+    score_frame,
+    timings_frame,
+)
+from rag.views.sources import source_views
 
 DOC = "Intro line.\nFull-time staff get 25 days <img src=x onerror=alert(1)> of leave.\nTail text here."
 
@@ -171,15 +179,22 @@ def test_answer_markdown_badges_grouped_citations():
     assert answer_markdown("A [1, 2] B [3]") == "A :blue-badge[1]:blue-badge[2] B :blue-badge[3]"
 
 
-def test_outcome_names_refusals_and_questions_back():
+def test_outcome_round_trips_and_reads_turns_saved_with_a_reason_prefix():
     a = make_answer(make_trace())
-    assert outcome(a) == ("answer", "")
-    a.refused, a.refusal_reason = True, "clarify: too vague"
-    assert outcome(a) == ("clarify", "too vague")
-    a.refusal_reason = "fallback: best 0.1 < 0.35"
-    assert outcome(a) == ("refusal", "best 0.1 < 0.35")
-    a.refusal_reason = "No draft passed citation checks"
-    assert outcome(a) == ("refusal", "No draft passed citation checks")
+    assert a.outcome is Outcome.ANSWER and not a.refused
+    a.outcome, a.refusal_reason = Outcome.CLARIFY, "too vague"
+    back = Answer.from_json(a.to_json())
+    assert back.outcome is Outcome.CLARIFY and back.refused and back.refusal_reason == "too vague"
+    legacy = {k: v for k, v in a.to_dict().items() if k != "outcome"}
+    cases = [
+        (True, "clarify: too vague", Outcome.CLARIFY, "too vague"),
+        (True, "fallback: best 0.1 < 0.35", Outcome.REFUSAL, "best 0.1 < 0.35"),
+        (True, "No draft passed citation checks", Outcome.REFUSAL, "No draft passed citation checks"),
+        (False, "", Outcome.ANSWER, ""),
+    ]
+    for refused, reason, outcome, shown in cases:
+        old = Answer.from_dict({**legacy, "refused": refused, "refusal_reason": reason})
+        assert (old.outcome, old.refusal_reason) == (outcome, shown)
 
 
 def test_replay_frame_lists_moves():
@@ -203,8 +218,8 @@ def test_conversation_labels_use_first_question_and_skip_inspector():
 
 
 def test_diff_summary_names_settings_fallback_and_moves():
-    from rag.ledger import diff_summary
     from rag.retrieval.replay import diff_traces
+    from rag.views.ledger import diff_summary
 
     old, new = make_trace(), make_trace()
     new.settings = {**new.settings, "top_n": 1, "rerank_threshold": 0.95}
@@ -220,8 +235,8 @@ def test_diff_summary_names_settings_fallback_and_moves():
 def test_answer_without_a_calibrated_score_says_so(make_kb):
     """A Chinese question goes to BM25 only (the bundled embedder is English-only): the fused
     order has no calibrated score, so the chat says the evidence was not scored."""
-    from rag.chatview import unscored_note
     from rag.retrieval.pipeline import retrieve
+    from rag.views.chat import unscored_note
 
     kb = make_kb("zh")
     kb.ingest_file(
@@ -236,3 +251,30 @@ def test_answer_without_a_calibrated_score_says_so(make_kb):
     refused = make_trace()
     refused.fallback = FallbackDecision(FallbackAction.REJECT, "weak", 0.1, 0.59)
     assert unscored_note(refused) == "" and unscored_note(None) == ""
+
+
+def test_override_fields_come_from_settings_and_take_a_traces_values():
+    from rag.config import Settings
+    from rag.views.forms import OVERRIDABLE, override_fields
+
+    defaults = {f.name: f for f in override_fields()}
+    assert tuple(defaults) == OVERRIDABLE
+    base = Settings()
+    assert all(f.value == getattr(base, f.name) for f in defaults.values())
+    assert all(f.help for f in defaults.values()) and defaults["reranker"].is_choice
+    traced = {f.name: f for f in override_fields({"top_n": 8, "rerank_threshold": 0.4, "reranker": "gone"})}
+    assert traced["top_n"].value == 8 and traced["rerank_threshold"].value == 0.4
+    assert traced["reranker"].value == base.reranker  # an unknown backend falls back to the default
+    assert {f.name: f.value for f in override_fields(base.replace(recall_k=33))}["recall_k"] == 33
+
+
+def test_documents_frame_has_one_row_per_document_with_provenance():
+    from rag.records import DocumentRecord
+    from rag.views.documents import DOCUMENT_COLUMNS, documents_frame
+
+    doc = DocumentRecord(
+        "d1", "kb", "a.md", "ab" * 32, 2, "markdown", "1", 10, 1, 3, "2026-01-01", "bundled:x", ("hr",), "2025-01-01"
+    )
+    df = documents_frame([doc])
+    assert list(df["name"]) == ["a.md"] and df.iloc[0]["hash"] == "ab" * 6 and df.iloc[0]["tags"] == "hr"
+    assert set(DOCUMENT_COLUMNS) <= set(df.columns)

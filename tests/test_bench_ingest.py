@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rag.bench_ingest import run
+from rag.bench.ingest import run
 
 
 def test_bench_ingest_runs_on_a_beir_corpus_and_times_the_same_texts(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION
 
-from rag.bench_pages import CHROMIUM, AppServer, goto, launch, new_page, wait_rendered, watch_run
+from rag.bench.pages import CHROMIUM, AppServer, goto, launch, new_page, wait_rendered, watch_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "browser"

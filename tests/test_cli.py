@@ -33,3 +33,24 @@ def test_ingest_docs_search_delete(tmp_path):
     assert gone.returncode == 0 and "deleted" in gone.stdout
     missing = run(tmp_path / "home", "delete", "policy.md", "--kb", "cli")
     assert missing.returncode == 2 and "python -m rag docs" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_kb_defaults_to_the_knowledge_base_the_app_opens(monkeypatch):
+    from rag.cli import build_parser
+    from rag.cli.kb import resolve_kb
+
+    monkeypatch.setenv("RAG_DEFAULT_KB", "handbook")
+    for argv in (["ask", "q"], ["docs"], ["search", "q"], ["export", "out.zip"]):
+        args = build_parser().parse_args(argv)
+        resolve_kb(args)
+        assert args.kb == "handbook", argv
+    monkeypatch.delenv("RAG_DEFAULT_KB")
+    args = build_parser().parse_args(["ask", "q"])
+    resolve_kb(args)
+    assert args.kb == "demo"
+    args = build_parser().parse_args(["ask", "q", "--kb", "other"])
+    resolve_kb(args)
+    assert args.kb == "other"
+    args = build_parser().parse_args(["import", "in.zip"])  # import keeps the exported name
+    resolve_kb(args)
+    assert args.kb is None

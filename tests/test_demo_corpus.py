@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.eval.anchoring import anchor_goldset, relevant_chunk_ids
-from rag.eval.goldset import load_goldset
+from rag.eval.gold.anchoring import anchor_goldset, relevant_chunk_ids
+from rag.eval.gold.goldset import load_goldset
 from rag.ingest.chunking import chunk_document
 from rag.ingest.parsers import parse_file
 from rag.records import ChunkRecord, ParsedDocument

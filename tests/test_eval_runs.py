@@ -13,14 +13,14 @@ import sys
 
 import pytest
 
+from rag.ask import conversations, load_trace
 from rag.eval.beir_import import import_beir
-from rag.eval.builder import add_judgement, goldset_paths, question_slug, remove_judgement
-from rag.eval.goldset import GoldSet, Passage, load_goldset, parse_goldset
-from rag.eval.results import EvalRun, QuestionResult
+from rag.eval.gold.builder import add_judgement, goldset_paths, question_slug, remove_judgement
+from rag.eval.gold.goldset import GoldSet, Passage, load_goldset, parse_goldset
 from rag.eval.runs import compare_runs, list_runs, load_run, run_goldset, to_csv, to_json
-from rag.eval.runstore import RunNotFound
-from rag.eval.tables import comparison_text, run_text
-from rag.service import conversations, load_trace
+from rag.eval.runs.results import EvalRun, QuestionResult
+from rag.eval.runs.store import RunNotFound
+from rag.eval.runs.tables import comparison_text, run_text
 from tests.conftest import ROOT
 
 DOCS = {
@@ -87,7 +87,7 @@ def test_run_scores_every_stage_and_is_stored(kb, gold):
     assert {q.kind for q in run.questions} <= {"answer", "refusal", "clarify"}
     for q in run.questions:
         assert load_trace(kb, q.trace_id).question == q.question  # the trace is persisted
-        assert {"embed", "dense", "sparse", "rerank", "total", "wall"} <= set(q.latency_ms)
+        assert {"embed", "dense", "bm25", "rerank", "total", "wall"} <= set(q.latency_ms)
     if not visitors.refused:
         assert visitors.chunks["evidence"][0] == badge and visitors.citations_valid == visitors.citations_shown > 0
     if parking_in_evidence := [c for c in visitors.chunks["evidence"] if c == _chunk(kb, "parking.md").id]:

@@ -64,7 +64,9 @@ def test_llm_judge_and_bad_llm_output_falls_back_to_rules():
 
 
 def test_strong_evidence_answers(kb):
-    t = retrieve(kb, "How many days of paid annual leave?", kb.settings.replace(rerank_threshold=0.0, answerable_threshold=0.0))
+    t = retrieve(
+        kb, "How many days of paid annual leave?", kb.settings.replace(rerank_threshold=0.0, answerable_threshold=0.0)
+    )
     assert t.fallback.action is FallbackAction.ANSWER and t.attempts == 1
     assert t.evidence() and all(c.dropped_by is None for c in t.evidence())
 

@@ -17,17 +17,16 @@ from rag.answer import (
     ScriptedLLM,
     SentenceKind,
     answer_question,
-    complete_json,
     make_generator,
     render_markdown,
     stream_answer,
 )
 from rag.answer.citations import CitationValidator
 from rag.answer.extractive import ExtractiveGenerator
-from rag.answer.llm import build_openai
 from rag.answer.support import EvidenceIndex
 from rag.config import Settings
 from rag.errors import ConfigError, InvalidQuery, LLMError, LLMOutputError
+from rag.llm import build_openai, complete_json
 
 SCRIPTED = Settings(llm="scripted")
 QUESTION = "How long do I have to ask for a refund?"

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rag.errors import DatasetError, GoldSetError
-from rag.eval.anchoring import (
+from rag.eval.beir import beir_doc_name, beir_document, beir_to_goldset, iter_corpus, load_beir
+from rag.eval.gold.anchoring import (
     Span,
     anchor_goldset,
     find_quote,
@@ -19,8 +20,7 @@ from rag.eval.anchoring import (
     relevant_doc_grades,
     span_matches_chunk,
 )
-from rag.eval.beir import beir_doc_name, beir_document, beir_to_goldset, iter_corpus, load_beir
-from rag.eval.goldset import GoldItem, Passage, load_goldset, parse_goldset, save_goldset
+from rag.eval.gold.goldset import GoldItem, Passage, load_goldset, parse_goldset, save_goldset
 from rag.ingest.chunking import chunk_document
 from rag.ingest.parsers import parse_file
 from rag.records import ChunkRecord, PageSpan, ParsedDocument
@@ -289,7 +289,7 @@ def test_scifact_test_split_loads():
 
 
 def test_validate_applies_file_rules_to_sets_built_in_code(tmp_path):
-    from rag.eval.goldset import GoldSet
+    from rag.eval.gold.goldset import GoldSet
 
     contradiction = GoldItem("r", "Stock price?", relevant=(Passage(doc="a.md"),), should_refuse=True)
     with pytest.raises(GoldSetError, match="cannot have relevant passages"):
@@ -298,3 +298,21 @@ def test_validate_applies_file_rules_to_sets_built_in_code(tmp_path):
     with pytest.raises(GoldSetError, match=r"field 'relevant\[0\].doc' is missing"):
         save_goldset(GoldSet("g", [no_doc]), tmp_path / "g.jsonl")
     assert not (tmp_path / "g.jsonl").exists()
+
+
+def test_an_uploaded_gold_set_is_checked_then_kept_as_sent(tmp_path):
+    from types import SimpleNamespace
+
+    from rag.config import Settings
+    from rag.eval.gold.builder import save_uploaded_goldset
+
+    kb = SimpleNamespace(name="kb1", settings=Settings(home=tmp_path))
+    line = json.dumps({"id": "q1", "question": "Who?", "should_refuse": True}) + "\n"
+    gold, path = save_uploaded_goldset(kb, "mine.jsonl", line.encode())
+    assert len(gold) == 1 and path == tmp_path / "goldsets" / "kb1" / "mine.jsonl"
+    assert path.read_text(encoding="utf-8") == line
+    with pytest.raises(GoldSetError, match="UTF-8"):
+        save_uploaded_goldset(kb, "bad.jsonl", b"\xff\xfe")
+    with pytest.raises(GoldSetError):
+        save_uploaded_goldset(kb, "broken.jsonl", b"{not json}\n")
+    assert not (tmp_path / "goldsets" / "kb1" / "broken.jsonl").exists()

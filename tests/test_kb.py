@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
+from rag.embedder import Embedder
 from rag.errors import DocumentNotFound, EmbeddingModelMismatch
 from rag.ingest.pipeline import UploadItem
-from rag.models import Embedder
+from rag.source import KnowledgeSource, TextEmbedder, TraceStore
 
 HANDBOOK = b"""# Handbook
 
@@ -47,6 +48,12 @@ def test_embedded_ingest_search_roundtrip(make_kb):
 
 
 @pytest.mark.server
+def test_a_knowledge_base_is_a_knowledge_source(make_kb):
+    kb = make_kb("source")
+    assert isinstance(kb, KnowledgeSource) and isinstance(kb.embedder, TextEmbedder)
+    assert isinstance(kb.catalog, TraceStore)
+
+
 def test_server_mode_same_code_path(make_kb, chroma_server):
     kb = make_kb(chroma_host="127.0.0.1", chroma_port=chroma_server.port)
     _roundtrip(kb)

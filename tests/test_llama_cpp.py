@@ -14,13 +14,13 @@ pytest.importorskip(
 
 from answer_helpers import INJECTION, REFUND, SHIPPING, make_evidence, minilm_embed  # noqa: E402
 
-from rag.answer import REFUSAL_TEXT, EventKind, SentenceKind, complete_json, stream_answer  # noqa: E402
+from rag.answer import REFUSAL_TEXT, EventKind, SentenceKind, stream_answer  # noqa: E402
 from rag.answer.citations import CitationValidator  # noqa: E402
-from rag.answer.llm import SMOLLM2_FILE, build_llama_cpp  # noqa: E402
 from rag.answer.prompt import answer_messages  # noqa: E402
 from rag.answer.support import EvidenceIndex  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.errors import LLMOutputError, ModelUnavailable  # noqa: E402
+from rag.llm import SMOLLM2_FILE, build_llama_cpp, complete_json  # noqa: E402
 
 pytestmark = pytest.mark.slow
 LOCAL = Settings(llm="llama-cpp")

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from rag.config import BUNDLED_EMBEDDER, Settings
+from rag.embedder import bundled_path
 from rag.errors import ConfigError
-from rag.models import bundled_path
 from rag.records import ChunkRecord, Hit
 from rag.retrieval.fusion import RankedList, Source, rrf_fuse
 from rag.retrieval.rerankers import REGISTRY, EmbedderVectors, make_reranker
 from rag.retrieval.rerankers.base import query_cosines
-from rag.retrieval.rerankers.calibrated import feature_matrix
 from rag.retrieval.rerankers.calibration import load_calibration
 from rag.retrieval.rerankers.e5 import E5Encoder
+from rag.retrieval.rerankers.logistic import feature_matrix
 from tests.retrieval_fakes import HashEmbedder
 
 TEXTS = {
@@ -172,7 +172,7 @@ def test_empty_candidates_and_feature_checks():
 
 
 def test_threshold_choice_and_gold_removal():
-    from rag.retrieval.rerankers.fit import Pool, best_threshold
+    from rag.bench.fit_reranker import Pool, best_threshold
 
     thr, acc = best_threshold(np.array([0.9, 0.8, 0.7, 0.3]), np.array([0.1, 0.2, 0.4, 0.25]))
     assert 0.25 < thr <= 0.3 and acc == pytest.approx(0.875)  # ties keep the lowest threshold
@@ -185,7 +185,7 @@ def test_threshold_choice_and_gold_removal():
 def test_cross_validation_chooses_the_feature_that_generalises():
     """Relevance follows the e5 cosine's standing in its pool; BM25 here is noise. The held-out
     (5-fold) choice must pick the e5 set, and its held-out nDCG must be near perfect."""
-    from rag.retrieval.rerankers.fit import Pool, cross_validated, measure
+    from rag.bench.fit_reranker import Pool, cross_validated, measure
 
     rng = np.random.default_rng(3)
     cands = fused()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag.retrieval.bench import StageScores, dataset_name, default_kb_name, doc_ranking
-from rag.retrieval.bench_latency import HashedStandIn, synthetic_docs
+from rag.bench.beir import StageScores, dataset_name, default_kb_name, doc_ranking
+from rag.bench.latency import HashedStandIn, synthetic_docs
 
 
 def test_doc_ranking_first_appearance_and_names():
@@ -35,7 +35,7 @@ def test_synthetic_docs_and_stand_in_embedder():
 
 
 def test_latency_report_compares_one_query_questions_with_the_raw_cost():
-    from rag.retrieval.bench_latency import STAGES, print_size
+    from rag.bench.latency import STAGES, print_size
 
     def summary(p50):
         return {"mean": p50, "p50": p50, "p95": p50, "max": p50}

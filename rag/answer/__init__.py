@@ -1,15 +1,13 @@
 """Answers with verified citations: generators, validation (fail-closed), spans, streaming.
 
 Entry points: ``answer_question`` (an ``Answer``) and ``stream_answer`` (``AnswerEvent``s).
-``complete_json`` is the LLM hook for query rewrite and fallback judgement.
+The LLM hook both stages use lives below them, in ``rag.llm``.
 """
 
 from rag.answer.base import GENERATORS, DraftRequest, Generator, make_generator
 from rag.answer.citations import CitationValidator, parse_citations, strip_citations
-from rag.answer.llm import build_llm, bundled_gguf, complete_json, llm_label
-from rag.answer.loop import MAX_CORRECTIONS, answer_question, stream_answer
+from rag.answer.pipeline import MAX_CORRECTIONS, answer_question, stream_answer
 from rag.answer.result import (
-    REFUSAL_TEXT,
     Answer,
     AnswerEvent,
     AnswerSentence,
@@ -18,11 +16,13 @@ from rag.answer.result import (
     EventKind,
     Issue,
     IssueCode,
+    Outcome,
     SentenceKind,
 )
 from rag.answer.scripted import ScriptedLLM
 from rag.answer.spans import render_markdown
 from rag.answer.support import Embed, EvidenceIndex, SupportScore, score_support
+from rag.retrieval.fallback import REFUSAL_TEXT  # the one refusal text (weak evidence or failed validation)
 
 __all__ = [
     "GENERATORS",
@@ -41,14 +41,11 @@ __all__ = [
     "Generator",
     "Issue",
     "IssueCode",
+    "Outcome",
     "ScriptedLLM",
     "SentenceKind",
     "SupportScore",
     "answer_question",
-    "build_llm",
-    "bundled_gguf",
-    "complete_json",
-    "llm_label",
     "make_generator",
     "parse_citations",
     "render_markdown",

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from llama_index.core.llms import LLM
 
 from rag.answer.base import DraftRequest, Generator, register
-from rag.answer.llm import build_llama_cpp, build_openai, llm_label, stream_chat_text
 from rag.answer.prompt import answer_messages, correction_messages
 from rag.answer.support import Embed
 from rag.config import Settings
 from rag.errors import ConfigError
+from rag.llm import build_llama_cpp, build_openai, llm_label, stream_chat_text
 
 
 @register("llm")

@@ -13,8 +13,6 @@ from typing import Any
 
 from rag.retrieval.trace import Candidate, ModelLabel
 
-REFUSAL_TEXT = "I can't answer that from the documents in this knowledge base."
-
 
 class IssueCode(StrEnum):
     """Why a sentence, a citation or a whole draft was not accepted."""
@@ -28,6 +26,14 @@ class IssueCode(StrEnum):
     NO_ANSWER = "no_answer"  # the draft holds no cited claim (the generator declined)
     NO_EVIDENCE = "no_evidence"  # nothing to answer from
     INJECTION = "injection"  # evidence contains instruction-like text (warning only)
+
+
+class Outcome(StrEnum):
+    """What the app showed for a question."""
+
+    ANSWER = "answer"  # a cited answer whose every claim passed validation
+    REFUSAL = "refusal"  # the fixed refusal text: weak evidence, or no draft passed validation
+    CLARIFY = "clarify"  # a question back: the question was too vague to search well
 
 
 class SentenceKind(StrEnum):
@@ -99,18 +105,23 @@ class DraftRejection:
 @dataclass
 class Answer:
     question: str
-    text: str  # markdown with [n] markers; REFUSAL_TEXT when refused
+    text: str  # markdown with [n] markers; rag.retrieval.fallback.REFUSAL_TEXT when refused
     generator: ModelLabel
     sentences: list[AnswerSentence] = field(default_factory=list)
     citations: list[Citation] = field(default_factory=list)
     evidence_ids: list[str] = field(default_factory=list)  # chunk id of [1], [2], ...
-    refused: bool = False
-    refusal_reason: str = ""
+    outcome: Outcome = Outcome.ANSWER
+    refusal_reason: str = ""  # why it is not an answer (the fallback's reason, or the validation failure)
     warnings: list[Issue] = field(default_factory=list)
     drafts_rejected: list[DraftRejection] = field(default_factory=list)
     attempts: int = 0
     support_threshold: float = 0.0
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def refused(self) -> bool:
+        """True for a refusal and for a question back: no claim is shown as an answer."""
+        return self.outcome is not Outcome.ANSWER
 
     def citations_for(self, n: int) -> list[Citation]:
         return [c for c in self.citations if c.n == n]
@@ -133,7 +144,19 @@ class Answer:
         d["citations"] = [Citation.from_dict(c) for c in d["citations"]]
         d["warnings"] = [Issue.from_dict(w) for w in d["warnings"]]
         d["drafts_rejected"] = [DraftRejection.from_dict(r) for r in d["drafts_rejected"]]
+        if "outcome" in d:
+            d["outcome"] = Outcome(d["outcome"])
+        else:  # stored before Outcome existed: the kind was a prefix of refusal_reason
+            d["outcome"], d["refusal_reason"] = _legacy_outcome(d.pop("refused", False), d.get("refusal_reason", ""))
         return cls(**d)
+
+
+def _legacy_outcome(refused: bool, reason: str) -> tuple[Outcome, str]:
+    """Chat turns saved by earlier versions: ``refused`` plus a ``clarify: `` / ``fallback: `` prefix."""
+    for prefix, outcome in (("clarify: ", Outcome.CLARIFY), ("fallback: ", Outcome.REFUSAL)):
+        if reason.startswith(prefix):
+            return outcome, reason[len(prefix) :]
+    return (Outcome.REFUSAL if refused else Outcome.ANSWER), reason
 
 
 class EventKind(StrEnum):

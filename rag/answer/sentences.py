@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rag.llm import strip_reasoning
+
 CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 _CITE_TAIL = r"(?:[ \t]*\[\s*\d+(?:\s*[,，]\s*\d+)*\s*\])*"
@@ -119,13 +121,3 @@ class SentenceStream:
         new = segments[self._emitted : max(complete, self._emitted)]
         self._emitted += len(new)
         return new
-
-
-_THINK_RE = re.compile(r"<think>.*?(?:</think>|$)", re.S)
-
-
-def strip_reasoning(text: str) -> str:
-    """Remove ``<think>`` blocks (reasoning models behind OpenAI-compatible servers)."""
-    if "<think>" not in text:
-        return text
-    return _THINK_RE.sub("", text)

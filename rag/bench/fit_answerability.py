@@ -105,8 +105,10 @@ def fit_script(rows: list[Row], script: str) -> dict:
 def fit(rows: list[Row]) -> dict[str, dict]:
     bad = sorted({r.set for r in rows if r.set not in SETS or not SETS[r.set].train})
     if bad:
-        raise SystemExit(f"refusing to fit on {bad}: not training sets (train sets: "
-                         f"{', '.join(n for n, s in SETS.items() if s.train)})")
+        raise SystemExit(
+            f"refusing to fit on {bad}: not training sets (train sets: "
+            f"{', '.join(n for n, s in SETS.items() if s.train)})"
+        )
     out = {}
     for script in ("latin", "cjk"):
         part = [r for r in rows if r.script == script and r.features]

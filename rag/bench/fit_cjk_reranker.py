@@ -18,15 +18,15 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from rag.bench.beir import bench_home, default_kb_name, ingest_beir
+from rag.bench.fit_reranker import Pool, fit_logreg, ndcg10
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
-from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
 from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context
 from rag.retrieval.recall import Recall
 from rag.retrieval.rerankers import e5_encoder
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
 from rag.retrieval.rerankers.e5 import E5_MODEL
-from rag.retrieval.rerankers.fit import Pool, fit_logreg, ndcg10
 from rag.retrieval.rewrite import rewrite
 
 FEATURE_SETS = [
@@ -77,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.from_env()
     pools = collect(args.data_dir, settings, args.limit)
     print(f"{len(pools)} questions with a non-empty BM25 pool")
-    base = {"BM25 order": ndcg10(pools, lambda p: -np.array([c.fused_rank for c in p.cands], dtype=float)),
-            "e5 cosine": ndcg10(pools, lambda p: p.extra["e5"])}
+    base = {
+        "BM25 order": ndcg10(pools, lambda p: -np.array([c.fused_rank for c in p.cands], dtype=float)),
+        "e5 cosine": ndcg10(pools, lambda p: p.extra["e5"]),
+    }
     for name, v in base.items():
         print(f"  {name:<48} nDCG@10 {v:.4f}")
     results = {}

@@ -16,17 +16,17 @@ Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rag.bench.beir import bench_home, default_kb_name, ingest_beir
 from rag.config import Settings
 from rag.errors import DatasetError
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
+from rag.eval.datasets import resolve_dataset
 from rag.eval.metrics import latency_summary
-from rag.retrieval.bench import bench_home, default_kb_name, ingest_beir
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import FallbackAction
 
@@ -46,32 +46,17 @@ SETS = {
     for s in (
         RefusalSet("scifact", "scifact", "test", train=False),
         RefusalSet("scifact-train", "scifact", "train", train=True),
-        RefusalSet("rgb-zh", "rgb-zh/beir", "test", train=False),
-        RefusalSet("cmrc-trial", "cmrc2018-trial/beir", "train", train=True),
+        RefusalSet("rgb-zh", "rgb-zh", "test", train=False),
+        RefusalSet("cmrc-trial", "cmrc2018-trial", "train", train=True),
     )
 }
 DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial")
 CURVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-DOWNLOAD = (
-    "Get the data: SciFact from the BEIR benchmark (scifact.zip), RGB from github.com/chen700564/RGB "
-    "(zh_refine.json, converted to BEIR layout), CMRC 2018 from github.com/ymcui/cmrc2018 (trial split)."
-)
 
 
-def data_root() -> Path:
-    """``$RAG_BENCH_DATA``, default ``data/bench`` (not in git: the sets' licenses forbid copying)."""
-    return Path(os.environ.get("RAG_BENCH_DATA") or "data/bench")
-
-
-def set_folder(rs: RefusalSet, root: Path | None = None) -> Path:
-    folder = (root or data_root()) / rs.folder
-    if not (folder / "corpus.jsonl").exists():
-        raise DatasetError(
-            f"No '{rs.name}' benchmark data at {folder} (corpus.jsonl missing).",
-            fix=f"{DOWNLOAD} Put the folders under data/bench/, or point RAG_BENCH_DATA at a folder "
-            "that holds them (e.g. RAG_BENCH_DATA=../shared/bench).",
-        )
-    return folder
+def set_folder(rs: RefusalSet, settings: Settings) -> Path:
+    """The set's BEIR folder in ``RAG_BENCH_DATA`` (a clear error says where to get it when missing)."""
+    return resolve_dataset(rs.folder, settings)
 
 
 @dataclass
@@ -162,8 +147,8 @@ def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: S
     )
 
 
-def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, root: Path | None = None, out: Out = print):
-    folder = set_folder(rs, root)
+def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print) -> SetResult:
+    folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
     out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
     kb = ingest_beir(folder, home, default_kb_name(folder), out)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from rag.errors import DatasetError
-from rag.eval.goldset import GoldItem, GoldSet, Passage, validate
+from rag.eval.gold.goldset import GoldItem, GoldSet, Passage, validate
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,11 @@
-"""Import a BEIR dataset as a knowledge base plus a gold set.
+"""Import a BEIR dataset as a knowledge base plus a gold set; the one BEIR ingest loop.
 
 The corpus is streamed and ingested in batches (``INGEST_BATCH`` documents per
 ``KnowledgeBase.ingest`` call), each document as ``<id>.md`` (``# title``, blank line, text:
 :func:`rag.eval.beir.beir_document`, the same files ``python -m rag bench beir`` ingests).
 Documents already in the knowledge base under that name are not read again, so an
-interrupted import resumes and a finished one costs a corpus scan.
+interrupted import resumes and a finished one costs a corpus scan. ``python -m rag bench``
+ingests through the same loop (``ingest_corpus``).
 
 With ``limit`` only the first N corpus documents are ingested and the gold set keeps the
 queries whose relevant documents are all among them (hard negatives outside are dropped).
@@ -16,10 +17,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag.eval.beir import BeirData, beir_doc_name, beir_document, beir_to_goldset, iter_corpus, load_beir
-from rag.eval.goldset import GoldSet
+from rag.eval.gold.goldset import GoldSet
 from rag.ingest.pipeline import UploadItem
+
+if TYPE_CHECKING:
+    from rag.kb import KnowledgeBase
 
 log = logging.getLogger(__name__)
 INGEST_BATCH = 500
@@ -37,7 +42,7 @@ class BeirImport:
 
 
 def import_beir(
-    kb,
+    kb: KnowledgeBase,
     path: str | Path,
     split: str = "test",
     limit: int = 0,
@@ -47,36 +52,52 @@ def import_beir(
     """Ingest the corpus of the BEIR folder ``path`` into ``kb`` and build the ``split`` gold set
     (named ``name``, default ``<folder>-<split>``)."""
     data = load_beir(path, split, load_corpus=False)
+    corpus = ingest_corpus(kb, path, limit, progress)
+    lost = set(corpus.failed)
+    kept = {d for d in corpus.kept if beir_doc_name(d) not in lost}
+    restricted, dropped = restrict(data, kept)
+    gold = beir_to_goldset(restricted, name=name or f"{data.name}-{split}")
+    present = corpus.seen - corpus.ingested - len(corpus.failed)
+    return BeirImport(gold, corpus.seen, corpus.ingested, present, corpus.failed, dropped)
+
+
+@dataclass
+class CorpusIngest:
+    seen: int  # corpus documents read
+    ingested: int  # added now
+    kept: set[str] = field(default_factory=set)  # BEIR ids read (present or ingested or failed)
+    failed: list[str] = field(default_factory=list)  # document names that could not be ingested
+
+
+def ingest_corpus(
+    kb: KnowledgeBase, path: str | Path, limit: int = 0, progress: ImportProgress | None = None
+) -> CorpusIngest:
+    """The one BEIR ingest loop (import and benchmarks): stream ``path``'s corpus into ``kb`` in
+    batches, skipping documents already there by name; ``limit`` reads only the first N."""
     present = {d.name for d in kb.documents()}
-    kept: set[str] = set()
-    failed: list[str] = []
+    out = CorpusIngest(0, 0)
     batch: list[UploadItem] = []
-    seen = ingested = 0
     for doc_id, doc in iter_corpus(path):
-        if limit and seen >= limit:
+        if limit and out.seen >= limit:
             break
-        seen += 1
-        kept.add(doc_id)
+        out.seen += 1
+        out.kept.add(doc_id)
         doc_name, body = beir_document(doc_id, doc)
         if doc_name not in present:
             batch.append(UploadItem(doc_name, body))
         if len(batch) >= INGEST_BATCH:
-            ingested += _ingest(kb, batch, failed)
+            out.ingested += _ingest(kb, batch, out.failed)
             batch = []
             if progress:
-                progress(seen, f"{seen} documents read, {ingested} ingested")
+                progress(out.seen, f"{out.seen} documents read, {out.ingested} ingested")
     if batch:
-        ingested += _ingest(kb, batch, failed)
+        out.ingested += _ingest(kb, batch, out.failed)
     if progress:
-        progress(seen, f"{seen} documents read, {ingested} ingested, {len(failed)} failed")
-    lost = set(failed)
-    kept = {d for d in kept if beir_doc_name(d) not in lost}
-    restricted, dropped = restrict(data, kept)
-    gold = beir_to_goldset(restricted, name=name or f"{data.name}-{split}")
-    return BeirImport(gold, seen, ingested, seen - ingested - len(failed), failed, dropped)
+        progress(out.seen, f"{out.seen} documents read, {out.ingested} ingested, {len(out.failed)} failed")
+    return out
 
 
-def _ingest(kb, batch: list[UploadItem], failed: list[str]) -> int:
+def _ingest(kb: KnowledgeBase, batch: list[UploadItem], failed: list[str]) -> int:
     results = kb.ingest(batch)
     for r in results:
         if not r.ok:

@@ -176,7 +176,7 @@ def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
 
     Chunks go longest first, so each encoder batch holds texts of about one length and pads
     little, and the biggest buffers are allocated first and then reused (the order one big
-    sentence-transformers ``encode`` call uses; shortest first measured ~4% slower), while
+    sentence-transformers ``encode`` call uses; shortest first measured slower), while
     progress still moves step by step.
     The store is written after the encoder is done: Chroma's indexing work after an add would
     otherwise compete with the encoder for the CPU (the vectors of even a large batch are a

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.config import BUNDLED_EMBEDDER, Settings
-from rag.errors import InvalidQuery, LimitExceeded
+from rag.limits import check_query
 from rag.retrieval import evidence, fallback
 from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of
 from rag.retrieval.answerability.terms import question_terms
@@ -24,6 +24,7 @@ from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
+from rag.stages import TOTAL, Stage
 
 log = logging.getLogger(__name__)
 
@@ -86,18 +87,6 @@ def dense_route(question: str, embedder_id: str) -> str:
     return ""
 
 
-def validate_question(question: str, settings: Settings) -> str:
-    text = (question or "").strip()
-    if not text:
-        raise InvalidQuery("The question is empty.")
-    if len(text) > settings.max_query_chars:
-        raise LimitExceeded(
-            f"The question is {len(text)} characters long; the limit is {settings.max_query_chars}.",
-            fix="Shorten the question (ask about one thing at a time) or raise RAG_MAX_QUERY_CHARS.",
-        )
-    return text
-
-
 def clean_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
     filters = dict(filters or {})
     unknown = set(filters) - set(FILTER_KEYS)
@@ -115,7 +104,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     timing covers everything before that write."""
     t0 = time.perf_counter()
     settings = settings or kb.settings
-    question = validate_question(question, settings)
+    question = check_query((question or "").strip(), settings)
     filters = clean_filters(filters)
     ctx = context(kb, settings)
     revision = int(kb.index_revision)  # read before searching: what the results come from
@@ -141,7 +130,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     trace.fallback = decision
     trace.answerability = judge.verdict
     _fill_candidates(kb, trace, attempt, ranked, settings, decision, timings)
-    timings["total"] = (time.perf_counter() - t0) * 1000
+    timings[TOTAL] = (time.perf_counter() - t0) * 1000
     trace.timings_ms = {k: round(v, 3) for k, v in timings.items()}
     if persist:
         save_trace(kb, trace)
@@ -175,8 +164,8 @@ class _Judge:
 
     def __call__(self, attempt: Attempt, attempt_no: int) -> tuple[FallbackDecision, Any]:
         pool = attempt.fused[: attempt.recall_k * RERANK_POOL_FACTOR]
-        ranked = self._timed("rerank", lambda: self.ctx.reranker.rank(self.question, pool))
-        self.verdict = self._timed("answerability", lambda: self._assess(pool, ranked))
+        ranked = self._timed(Stage.RERANK, lambda: self.ctx.reranker.rank(self.question, pool))
+        self.verdict = self._timed(Stage.ANSWERABILITY, lambda: self._assess(pool, ranked))
         ev = fallback.Evidence(
             question=self.question,
             best_score=ranked.best_score,
@@ -189,7 +178,7 @@ class _Judge:
         by_id = {f.chunk_id: f for f in pool}
         snippets = [by_id[s.chunk_id].chunk.text for s in ranked.results[:3]]
         decide = lambda: fallback.decide(ev, self.settings.fallback, self.llm, snippets)  # noqa: E731
-        return self._timed("fallback", decide), ranked
+        return self._timed(Stage.FALLBACK, decide), ranked
 
     def _assess(self, pool, ranked) -> Answerability:
         by_id = {f.chunk_id: f for f in pool}
@@ -214,7 +203,7 @@ class _Judge:
             calibrated=ranked.calibrated,
         )
 
-    def _timed(self, stage: str, fn):
+    def _timed(self, stage: Stage, fn):
         t = time.perf_counter()
         out = fn()
         self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - t) * 1000
@@ -255,7 +244,7 @@ def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decis
     else:
         for c in top:
             c.dropped_by = Dropped.THRESHOLD
-    timings["evidence"] = (time.perf_counter() - t) * 1000
+    timings[Stage.EVIDENCE] = (time.perf_counter() - t) * 1000
     trace.candidates = list(pool.values())
 
 

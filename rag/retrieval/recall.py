@@ -2,8 +2,7 @@
 
 The queries are embedded in one batch, then the BM25 searches run on a thread pool while the
 calling thread runs the dense searches (``RAG_PARALLEL_RECALL=false`` runs them one after the
-other; on 2 cores the two measure the same within noise, 300 questions at 100k chunks
-interleaved: p50 of everything but the embedding 7.8 vs 7.7 ms). Each query's hit ids are
+other; docs/BENCHMARKS.md has the measurement). Each query's hit ids are
 recorded on its ``QueryRun`` so the trace shows what each query found on its own.
 """
 
@@ -17,6 +16,7 @@ from rag.records import Hit
 from rag.retrieval.fusion import Fused, RankedList, Source, rrf_fuse
 from rag.retrieval.rerankers import EmbedderVectors, RankedResults
 from rag.retrieval.trace import Candidate, Dropped, QueryRun
+from rag.stages import Stage
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-recall")
 DENSE_ONLY_KINDS = {"hyde"}  # a hypothetical passage is a dense query only
@@ -54,7 +54,7 @@ class Recall:
             return Attempt(k, [])  # the filters match no document
         t = time.perf_counter()
         vecs = self.vectors.query_vectors([q.text for q in self.queries]) if self.dense else []
-        self._add("embed", (time.perf_counter() - t) * 1000)
+        self._add(Stage.EMBED, (time.perf_counter() - t) * 1000)
         # BM25 on the pool while this thread runs the dense searches (the vector store's native
         # query releases the GIL). Not during the embedding: Python work in a second thread makes
         # the model's forward pass wait on the GIL and costs more than the overlap saves.
@@ -69,17 +69,17 @@ class Recall:
         lists: list[RankedList] = []
         for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=False)):
             hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
-            self._add("dense", ms)
+            self._add(Stage.DENSE, ms)
             q.dense_ids = [h.chunk.id for h in hits]
             lists.append(RankedList(i, Source.DENSE, hits))
         for i in bm25:
             hits, ms = sparse[i].result() if i in sparse else bm25_search(i)
-            self._add("sparse", ms)
+            self._add(Stage.BM25, ms)
             self.queries[i].sparse_ids = [h.chunk.id for h in hits]
             lists.append(RankedList(i, Source.SPARSE, hits))
         t = time.perf_counter()
         fused = rrf_fuse(lists, self.rrf_k)
-        self._add("fusion", (time.perf_counter() - t) * 1000)
+        self._add(Stage.RRF, (time.perf_counter() - t) * 1000)
         return Attempt(k, fused)
 
 

@@ -17,6 +17,7 @@ from rag.config import Settings
 from rag.errors import RagError
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
+from rag.source import KnowledgeSource
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class Replay:
     diff: TraceDiff
 
 
-def load_trace(kb, trace_id: str) -> Trace:
+def load_trace(kb: KnowledgeSource, trace_id: str) -> Trace:
     blob = kb.catalog.load_trace_json(trace_id)
     if not blob:
         raise TraceNotFound(f"No stored trace with id '{trace_id}'.")
@@ -75,7 +76,9 @@ def settings_for(trace: Trace, base: Settings, changes: dict[str, Any] | None = 
     return base.replace(**{**recorded, **(changes or {})})
 
 
-def replay(kb, trace: Trace | str, changes: dict[str, Any] | None = None, llm=None, persist: bool = True) -> Replay:
+def replay(
+    kb: KnowledgeSource, trace: Trace | str, changes: dict[str, Any] | None = None, llm=None, persist: bool = True
+) -> Replay:
     """Re-run a stored trace's question (by ``Trace`` or id) and diff the result against it."""
     old = load_trace(kb, trace) if isinstance(trace, str) else trace
     settings = settings_for(old, kb.settings, changes)

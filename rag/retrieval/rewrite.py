@@ -64,7 +64,7 @@ def best_long_form(short: str, words: list[str]) -> str | None:
 
 class Acronyms(dict):
     """ACRONYM -> long form, with word indexes so that a question looks up its own words instead
-    of scanning every acronym of the corpus (thousands in a 100k-chunk index: ~2 ms a query)."""
+    of scanning every acronym of the corpus (thousands in a 100k-chunk index)."""
 
     @cached_property
     def by_word(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -129,12 +129,12 @@ def keeps_constraints(original: str, rewritten: str) -> list[str]:
 def ask_json(llm: object, prompt: str, keys: list[str]) -> dict:
     """One JSON answer from ``llm`` with ``keys``; raises on bad output.
 
-    ``llm`` is either a model handle for ``rag.answer.llm.complete_json`` or an injected callable
+    ``llm`` is either a model handle for ``rag.llm.complete_json`` or an injected callable
     ``(prompt, keys) -> dict`` (tests, and before the answer package exists)."""
     if callable(llm) and not hasattr(llm, "complete"):
         out = llm(prompt, keys)
     else:
-        from rag.answer.llm import complete_json
+        from rag.llm import complete_json
 
         out = complete_json(llm, prompt, keys)
     if not isinstance(out, dict) or any(k not in out for k in keys):

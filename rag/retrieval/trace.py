@@ -13,6 +13,9 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
+from rag.records import ModelLabel
+from rag.stages import current_timings
+
 
 class Dropped(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     """Why a candidate is not in the final evidence."""
@@ -31,20 +34,6 @@ class FallbackAction(str, Enum):  # noqa: UP042
     RETRY_WIDER = "retry_wider"
     CLARIFY = "clarify"
     REJECT = "reject"
-
-
-@dataclass
-class ModelLabel:
-    """Which model produced a score, and whether it is a stand-in for what was configured."""
-
-    backend: str
-    model: str
-    stand_in: bool = False
-    note: str = ""
-
-    def __str__(self) -> str:
-        s = f"{self.backend}:{self.model}"
-        return f"{s} (stand-in: {self.note})" if self.stand_in else s
 
 
 @dataclass
@@ -172,6 +161,7 @@ class Trace:
         d["embedder"] = ModelLabel(**d["embedder"])
         d["reranker"] = ModelLabel(**d["reranker"])
         d["queries"] = [QueryRun(**q) for q in d["queries"]]
+        d["timings_ms"] = current_timings(d.get("timings_ms", {}))
         cands = []
         for c in d["candidates"]:
             c["heading_path"] = tuple(c["heading_path"])

@@ -8,8 +8,8 @@ Beside the chunk index it keeps one over whole documents (each document's chunk 
 together). A chunk that matches the query scores ``chunk BM25 + doc_weight x document BM25``:
 passage evidence plus document evidence (Callan 1994), so that a chunk of a document that is
 about the query as a whole outranks an equally matching chunk of one that only mentions it.
-On SciFact train this lifts nDCG@10 from 0.684 (chunks alone) to 0.697, above BM25 over whole
-abstracts (0.693); ``doc_weight`` 1.0 was the best of 0, 0.25, 0.5, 1, 2 there.
+``doc_weight`` (``RAG_BM25_DOC_WEIGHT``) was chosen on SciFact train; the figures are in
+docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 import bm25s
 import numpy as np
 
-from rag.records import ChunkRecord
+from rag.records import ChunkRecord, TermStats
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -42,14 +42,6 @@ FORMAT = 2  # 2: chunk index + document index
 class SparseHit:
     chunk_id: str
     score: float
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """Chunk counts for some query terms within a scope (all chunks, or a filter's documents)."""
-
-    chunks: int  # chunks in the scope
-    df: dict[str, int]  # term -> chunks of the scope that contain it
 
 
 class BM25Index:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag.records import TermStats
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.terms import (
     AnswerKind,
@@ -23,7 +24,6 @@ from rag.retrieval.answerability.terms import (
     sentences,
 )
 from rag.retrieval.trace import Answerability
-from rag.store.bm25 import TermStats
 
 __all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "script_of"]
 

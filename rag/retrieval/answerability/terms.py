@@ -44,8 +44,14 @@ class AnswerKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
 _ASKS = (
     (AnswerKind.DATE, re.compile(r"\b(when|what (year|date|day|month|time)|which (year|date|day|month))\b", re.I)),
     (AnswerKind.DATE, re.compile(r"何时|什么时候|哪一?年|哪一?天|几月|几号|几日|什么时间|哪个月|日期")),
-    (AnswerKind.NUMBER, re.compile(r"\bhow (many|much|long|old|often|far|large|big)\b|\bwhat (percentage|number|share)\b", re.I)),
-    (AnswerKind.NUMBER, re.compile(r"多少|几[个名人次位家项天年岁分秒种条只架部所%]|多久|多长|多大|多高|多重|百分之几|几成")),
+    (
+        AnswerKind.NUMBER,
+        re.compile(r"\bhow (many|much|long|old|often|far|large|big)\b|\bwhat (percentage|number|share)\b", re.I),
+    ),
+    (
+        AnswerKind.NUMBER,
+        re.compile(r"多少|几[个名人次位家项天年岁分秒种条只架部所%]|多久|多长|多大|多高|多重|百分之几|几成"),
+    ),
     (AnswerKind.PERSON, re.compile(r"\b(who|whom|whose)\b", re.I)),
     (AnswerKind.PERSON, re.compile(r"谁|哪位|什么人|哪个人")),
 )
@@ -57,9 +63,14 @@ _HAS = {
         r"\d{1,2}[/-]\d{1,2}|(?:上|下|本|去|今|明|前|后)(?:年|月|周)|周[一二三四五六日]|星期",
         re.I,
     ),
-    AnswerKind.NUMBER: re.compile(r"\d|[一二两三四五六七八九十百千万亿]|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|thousand|million|billion|dozen|half|twice)\b", re.I),
+    AnswerKind.NUMBER: re.compile(
+        r"\d|[一二两三四五六七八九十百千万亿]|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|thousand|million|billion|dozen|half|twice)\b",
+        re.I,
+    ),
     # a capitalised word not opening the sentence, or a Chinese name-like run before a verb of saying/being
-    AnswerKind.PERSON: re.compile(r"(?<=[a-z,;:]\s)[A-Z][a-z]+|[\u4e00-\u9fff]{2,4}(?:先生|女士|教授|博士|总统|主席|总理|部长|经理|主任|董事长|表示|说|称|担任|出任|当选)"),
+    AnswerKind.PERSON: re.compile(
+        r"(?<=[a-z,;:]\s)[A-Z][a-z]+|[\u4e00-\u9fff]{2,4}(?:先生|女士|教授|博士|总统|主席|总理|部长|经理|主任|董事长|表示|说|称|担任|出任|当选)"
+    ),
 }
 
 

@@ -14,15 +14,15 @@ import threading
 from rag.config import Settings
 from rag.errors import ConfigError
 from rag.retrieval.rerankers.base import EmbedderVectors, RankedResults, Reranker, Scored, VectorSource
-from rag.retrieval.rerankers.calibrated import CalibratedReranker
 from rag.retrieval.rerankers.calibration import (
     E5_CALIBRATION_FILE,
     E5_CJK_CALIBRATION_FILE,
     Calibration,
     load_calibration,
 )
+from rag.retrieval.rerankers.cross_encoder import CrossEncoderReranker, FlagReranker
 from rag.retrieval.rerankers.e5 import E5_MODEL, E5Encoder, E5Reranker
-from rag.retrieval.rerankers.models import CrossEncoderReranker, FlagReranker
+from rag.retrieval.rerankers.logistic import CalibratedReranker
 from rag.retrieval.rerankers.simple import DenseReranker, NoReranker
 
 log = logging.getLogger(__name__)

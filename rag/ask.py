@@ -1,0 +1,199 @@
+"""Ask: retrieve (traced) -> answer (validated) -> persist the chat turn linked to its trace.
+
+Chat, the Inspector, the CLI and evaluation all go through here, so the Inspector
+reproduces exactly what Chat did: same settings, same code path, same trace.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag.answer import Answer, AnswerEvent, EventKind, Outcome, stream_answer
+from rag.config import Settings
+from rag.kb import KnowledgeBase
+from rag.records import ModelLabel
+from rag.retrieval.pipeline import retrieve
+from rag.retrieval.trace import FallbackAction, Trace
+from rag.source import KnowledgeSource
+from rag.store.catalog import now
+
+
+@dataclass
+class Turn:
+    """One question and what the app showed for it."""
+
+    kb: str
+    conversation: str
+    question: str
+    answer: Answer
+    trace_id: str
+    seq: int = 0
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
+    created_at: str = field(default_factory=now)
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.answer.outcome
+
+
+@dataclass(frozen=True)
+class TraceReady:
+    """Retrieval is done: the trace (already stored) and the evidence it kept."""
+
+    trace: Trace
+
+
+@dataclass(frozen=True)
+class Answering:
+    """One event of the answer stream (evidence, draft, validated sentence, rejection, final)."""
+
+    event: AnswerEvent
+
+
+@dataclass(frozen=True)
+class TurnDone:
+    """The question is answered (or refused, or asked back); ``persisted``: saved to the chat history."""
+
+    turn: Turn
+    persisted: bool
+
+
+AskEvent = TraceReady | Answering | TurnDone
+
+
+def _no_generation_answer(question: str, trace: Trace) -> Answer:
+    """The fallback decided not to answer: show its message (question back or refusal) and reason."""
+    fb = trace.fallback
+    return Answer(
+        question=question,
+        text=fb.message,
+        generator=ModelLabel("fallback", fb.judged_by),
+        outcome=Outcome.CLARIFY if fb.action is FallbackAction.CLARIFY else Outcome.REFUSAL,
+        refusal_reason=fb.reason,
+    )
+
+
+def stream_ask(
+    kb: KnowledgeSource,
+    question: str,
+    settings: Settings | None = None,
+    llm: object | None = None,
+    conversation: str = "default",
+    filters: Mapping[str, Any] | None = None,
+    persist: bool = True,
+) -> Iterator[AskEvent]:
+    """Yields ``TraceReady``, then ``Answering`` events, then ``TurnDone``.
+
+    ``persist=False`` leaves the chat history alone (evaluation); the trace is stored either way."""
+    settings = settings or kb.settings
+    trace = retrieve(kb, question, settings, filters=filters, llm=llm)
+    yield TraceReady(trace)
+    fb = trace.fallback
+    if fb is not None and fb.action in (FallbackAction.CLARIFY, FallbackAction.REJECT):
+        answer = _no_generation_answer(question, trace)
+        yield Answering(AnswerEvent(EventKind.FINAL, answer=answer))
+    else:
+        answer = None
+        for event in stream_answer(question, trace.evidence(), settings, kb.embedder.embed_texts, llm):
+            if event.kind is EventKind.FINAL:
+                answer = event.answer
+            yield Answering(event)
+    turn = Turn(kb.name, conversation, question, answer, trace.id)
+    if persist:
+        save_turn(kb, turn)
+    yield TurnDone(turn, persist)
+
+
+def ask(
+    kb: KnowledgeSource,
+    question: str,
+    settings: Settings | None = None,
+    llm: object | None = None,
+    conversation: str = "default",
+    filters: Mapping[str, Any] | None = None,
+    persist: bool = True,
+) -> tuple[Turn, Trace]:
+    """The whole ask at once: the turn (saved unless ``persist=False``) and its trace."""
+    trace = turn = None
+    for event in stream_ask(kb, question, settings, llm, conversation, filters, persist):
+        if isinstance(event, TraceReady):
+            trace = event.trace
+        elif isinstance(event, TurnDone):
+            turn = event.turn
+    return turn, trace
+
+
+# -- history ------------------------------------------------------------------------
+def save_turn(kb: KnowledgeBase, turn: Turn) -> None:
+    with kb.catalog.tx() as db:
+        row = db.execute(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM chat_turns WHERE kb=? AND conversation=?",
+            (turn.kb, turn.conversation),
+        ).fetchone()
+        turn.seq = int(row[0])
+        db.execute(
+            "INSERT INTO chat_turns VALUES (?,?,?,?,?,?,?,?)",
+            (
+                turn.id,
+                turn.kb,
+                turn.conversation,
+                turn.seq,
+                turn.question,
+                turn.answer.to_json(),
+                turn.trace_id,
+                turn.created_at,
+            ),
+        )
+
+
+def history(kb: KnowledgeBase, conversation: str = "default") -> list[Turn]:
+    rows = kb.catalog.q("SELECT * FROM chat_turns WHERE kb=? AND conversation=? ORDER BY seq", kb.name, conversation)
+    return [_turn(r) for r in rows]
+
+
+def get_turn(kb: KnowledgeBase, turn_id: str) -> Turn | None:
+    rows = kb.catalog.q("SELECT * FROM chat_turns WHERE id=?", turn_id)
+    return _turn(rows[0]) if rows else None
+
+
+def recent_turns(kb: KnowledgeBase, limit: int = 100) -> list[Turn]:
+    rows = kb.catalog.q(
+        "SELECT * FROM chat_turns WHERE kb=? ORDER BY created_at DESC, seq DESC LIMIT ?", kb.name, limit
+    )
+    return [_turn(r) for r in rows]
+
+
+def conversations(kb: KnowledgeBase) -> list[str]:
+    rows = kb.catalog.q(
+        "SELECT conversation, MAX(created_at) AS last FROM chat_turns WHERE kb=? "
+        "GROUP BY conversation ORDER BY last DESC",
+        kb.name,
+    )
+    return [r[0] for r in rows]
+
+
+def clear_conversation(kb: KnowledgeBase, conversation: str) -> None:
+    with kb.catalog.tx() as db:
+        db.execute("DELETE FROM chat_turns WHERE kb=? AND conversation=?", (kb.name, conversation))
+
+
+def load_trace(kb: KnowledgeBase, trace_id: str) -> Trace | None:
+    blob = kb.catalog.load_trace_json(trace_id)
+    return Trace.from_json(blob) if blob else None
+
+
+def _turn(r) -> Turn:
+    return Turn(
+        r["kb"],
+        r["conversation"],
+        r["question"],
+        Answer.from_dict(json.loads(r["answer_json"])),
+        r["trace_id"],
+        r["seq"],
+        r["id"],
+        r["created_at"],
+    )

@@ -1,0 +1,178 @@
+"""Measurements behind ``python -m rag report``, one function per section, each returning Markdown.
+
+Benchmark knowledge bases live under ``<RAG_HOME>/bench`` (the folder ``python -m rag bench
+beir`` uses), named ``beir-scifact`` and ``beir-rgb-zh``; they are ingested once and reused.
+Every figure comes from code the app runs: ``rag.bench.beir.bench_beir`` for the per-stage
+table beside the published one (deep dense/BM25 lists for Recall@100), and
+:func:`rag.eval.runs.run_goldset` for the pipeline as configured (including the evidence stage,
+refusals and answers). Runs are stored in each knowledge base's catalog like any other.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from rag.config import Settings
+from rag.eval.beir_import import import_beir
+from rag.eval.gold.builder import goldsets_dir
+from rag.eval.gold.goldset import GoldSet, save_goldset
+from rag.eval.runs import run_goldset
+from rag.eval.runs.results import EvalRun
+from rag.eval.runs.tables import fmt, level_title, markdown_table, stage_rows
+from rag.stages import TOTAL, Stage
+
+ROOT = Path(__file__).resolve().parents[2]
+REPORT_METRICS = ("ndcg@10", "recall@5", "recall@10", "precision@5", "hit@5", "mrr@10")
+Say = Callable[[str], None]
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def bench_settings(settings: Settings) -> Settings:
+    from rag.bench.beir import bench_home
+
+    return settings.replace(home=bench_home(settings))
+
+
+def _progress(label: str) -> Callable[[int, int, str], None]:
+    def report(done: int, total: int, question: str) -> None:
+        if done == total or done % 50 == 0:
+            say(f"  {label}: {done}/{total} questions")
+
+    return report
+
+
+def beir_kb(path: Path, kb_name: str, settings: Settings):
+    """The benchmark knowledge base (ingested once) and its test gold set (``<dataset>-test``,
+    the dataset named by the kb name without ``beir-``), saved under the kb's gold sets."""
+    from rag.kb import KnowledgeBase
+
+    kb = KnowledgeBase(kb_name, bench_settings(settings))
+    say(f"{kb_name}: checking/ingesting {path} (cached under {kb.settings.home})")
+    name = f"{kb_name.removeprefix('beir-')}-test"
+    imported = import_beir(kb, path, "test", progress=lambda n, msg: say(f"  {msg}"), name=name)
+    save_goldset(imported.gold, goldsets_dir(kb) / f"{imported.gold.name}.jsonl")
+    return kb, imported.gold
+
+
+def beir_stage_table(path: Path, kb_name: str, settings: Settings) -> tuple[str, object]:
+    """``bench beir``'s per-stage table (document level) as Markdown, and its report."""
+    from rag.bench.beir import REFERENCE, bench_beir
+
+    report = bench_beir(path, "test", settings, kb_name=kb_name, out=say)
+    ref = {stage: text.replace(" | ", "; ") for stage, text in REFERENCE.get(report.dataset.lower(), {}).items()}
+    rows = [
+        [stage, fmt(m["ndcg10"]), fmt(m["recall10"]), fmt(m["recall100"]), fmt(m["mrr10"])]
+        + ([ref.get(stage, "")] if ref else [])
+        for stage, m in report.table().items()
+    ]
+    header = ["stage", "nDCG@10", "Recall@10", "Recall@100", "MRR@10"] + (["for comparison (nDCG@10)"] if ref else [])
+    note = (
+        f"{report.queries} queries, {report.chunks} chunks; reranker `{report.reranker}`; config "
+        f"`{report.fingerprint}`; recall_k {report.recall_k} per retriever. dense and bm25 are the raw "
+        f"retrievers with deep lists; rrf and reranked rank only the pipeline's candidates, so their "
+        f"Recall@100 counts at most {4 * report.recall_k} chunks."
+    )
+    return markdown_table(header, rows) + "\n\n" + note, report
+
+
+def pipeline_tables(run: EvalRun, levels: tuple[str, ...] = ("doc",)) -> str:
+    parts = []
+    for level in levels:
+        rows = stage_rows(run, level, REPORT_METRICS)
+        if rows:
+            parts += [f"*{level_title(run, level)}*", "", markdown_table(["stage", *REPORT_METRICS], rows), ""]
+    return "\n".join(parts)
+
+
+def refusal_sentence(run: EvalRun) -> str:
+    r = run.summary["refusal"]
+    answerable = r["total"] - r["should_refuse"]
+    parts = []
+    if answerable:
+        parts.append(f"false refusals {r['false_refusals']}/{answerable} ({fmt(r['false_refusal_rate'])})")
+    if r["should_refuse"]:
+        parts.append(
+            f"correct refusals {r['correct_refusals']}/{r['should_refuse']} ({fmt(r['refusal_recall'])}), "
+            f"answered when it should refuse {r['answered_when_should_refuse']}"
+        )
+    source = "the answer shown (refusal or question back)" if run.answers else "the fallback decision"
+    return f"Refusal, judged by {source}: " + "; ".join(parts) + f"; accuracy {fmt(r['accuracy'])}."
+
+
+def answer_sentence(run: EvalRun) -> str:
+    c, a = run.summary["citations"], run.summary["answers"]
+    return (
+        f"Citations: {c['valid']}/{c['shown']} shown citations validate ({fmt(c['validity'])}); "
+        f"{c['answers_with_citations']}/{c['answers']} answers carry citations. Reference answers "
+        f"({a['with_reference']} questions): contained in {fmt(a['contained'])} of answers, token recall "
+        f"{fmt(a['token_recall'])}."
+    )
+
+
+def latency_sentence(run: EvalRun) -> str:
+    lat = run.summary["latency_ms"]
+    shown = [s for s in (Stage.EMBED, Stage.DENSE, Stage.BM25, Stage.RERANK, TOTAL, "answer", "wall") if s in lat]
+    return (
+        "Latency p50 / p95 (ms): "
+        + ", ".join(f"{s} {fmt(lat[s]['p50'], 1)} / {fmt(lat[s]['p95'], 1)}" for s in shown)
+        + "."
+    )
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` relative to the repository when it lies near it (commands then work from a checkout)."""
+    rel = os.path.relpath(Path(path).resolve(), ROOT)
+    return rel if rel.count("..") <= 1 else str(path)
+
+
+def run_ref(run: EvalRun, home: str) -> str:
+    return (
+        f"run `{run.id}` in kb `{run.kb}` (data dir `{shown_path(home)}`), config `{run.config_fingerprint}`, "
+        f"{run.duration_s:.0f} s"
+    )
+
+
+def positives_removed(gold: GoldSet) -> tuple[GoldSet, dict[str, set[str]]]:
+    """Every question turned into one that must be refused, and each one's positive documents
+    (to filter out at recall time). Reference answers stay, to spot answers found elsewhere."""
+    positives = {item.id: {p.doc for p in item.relevant} | set(item.expected_docs) for item in gold.items}
+    items = [
+        replace(item, relevant=(), expected_docs=(), should_refuse=True, tags=(*item.tags, "positives-removed"))
+        for item in gold.items
+    ]
+    return GoldSet(f"{gold.name}-positives-removed", items, gold.source), positives
+
+
+def removal_run(kb, gold: GoldSet, settings: Settings, limit: int) -> EvalRun:
+    """Each question asked with its own positive passages filtered out at recall time (both
+    retrievers), so the knowledge base no longer holds its answer."""
+    removed, positives = positives_removed(gold)
+    if limit:
+        removed = removed.with_items(removed.items[:limit])
+    names = {d.name for d in kb.documents()}
+    return run_goldset(
+        kb,
+        removed,
+        settings,
+        progress=_progress("positives removed"),
+        filters=lambda item: {"doc_ids": names - positives[item.id]},
+        note="report: RGB-zh, each question's positive passages filtered out at recall time",
+    )
+
+
+def leaked(run: EvalRun) -> int:
+    """Answered despite the removal and still containing the reference answer (found elsewhere)."""
+    return sum(1 for q in run.questions if not q.refused and q.contained)
+
+
+def pipeline_run(kb, gold: GoldSet, settings: Settings, answers: bool, label: str, limit: int = 0) -> EvalRun:
+    if limit:
+        gold = gold.with_items(gold.items[:limit])
+    return run_goldset(kb, gold, settings, progress=_progress(label), answers=answers, note=f"report: {label}")

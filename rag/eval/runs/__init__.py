@@ -1,0 +1,51 @@
+"""Evaluation runs: a gold set against a knowledge base under one configuration, stored and compared.
+
+``runner`` runs a gold set, ``scoring`` scores one question, ``results`` holds what a run is,
+``store`` keeps runs on disk, ``summary``/``compare``/``tables``/``export`` read them back.
+"""
+
+from rag.eval.runs.runner import (
+    LEVELS,
+    STAGES,
+    EvalRun,
+    QuestionDelta,
+    QuestionResult,
+    RunComparison,
+    RunInfo,
+    RunNotFound,
+    add_judgement,
+    compare_runs,
+    delete_run,
+    goldset_hash,
+    goldset_paths,
+    goldsets_dir,
+    list_runs,
+    load_run,
+    remove_judgement,
+    run_goldset,
+    to_csv,
+    to_json,
+)
+
+__all__ = [
+    "LEVELS",
+    "STAGES",
+    "EvalRun",
+    "QuestionDelta",
+    "QuestionResult",
+    "RunComparison",
+    "RunInfo",
+    "RunNotFound",
+    "add_judgement",
+    "compare_runs",
+    "delete_run",
+    "goldset_hash",
+    "goldset_paths",
+    "goldsets_dir",
+    "list_runs",
+    "load_run",
+    "remove_judgement",
+    "run_goldset",
+    "to_csv",
+    "to_json",
+]

@@ -1,0 +1,160 @@
+"""What the Chat page shows for a turn, computed without Streamlit.
+
+``AnswerStream`` folds the answer events into what may be on screen at each moment: only
+sentences that passed validation count as the answer; draft text is kept apart (the page
+marks it as a draft) and a rejected attempt wipes its sentences. ``footnotes`` maps every
+citation to its document, page, heading and the highlighted supporting span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rag.answer import Answer, AnswerEvent, Citation, EventKind
+from rag.answer.citations import CITATION_RE
+from rag.retrieval.rerankers.simple import NoReranker
+from rag.retrieval.trace import Candidate, FallbackAction
+from rag.views.highlight import Span, breadcrumb, excerpt_html, md_escape
+from rag.views.ledger import preview
+
+FOOTNOTE_CONTEXT = 200  # characters of source shown around a cited span
+
+
+@dataclass
+class AnswerStream:
+    """The visible state of a streaming answer."""
+
+    sentences: list[str] = field(default_factory=list)  # verified, current attempt
+    draft: str = ""  # unverified text of the current attempt
+    rejected: int = 0  # attempts thrown away by validation
+    evidence: list[Candidate] = field(default_factory=list)
+    final: Answer | None = None
+
+    def feed(self, event: AnswerEvent) -> None:
+        if event.kind is EventKind.EVIDENCE:
+            self.evidence = list(event.evidence)
+        elif event.kind is EventKind.DRAFT:
+            self.draft += event.text
+        elif event.kind is EventKind.SENTENCE and event.sentence is not None:
+            self.sentences.append(event.sentence.raw)
+        elif event.kind is EventKind.REJECTED:
+            self.sentences, self.draft = [], ""
+            self.rejected += 1
+        elif event.kind is EventKind.FINAL:
+            self.final = event.answer
+            self.draft = ""
+
+    @property
+    def verified_markdown(self) -> str:
+        return answer_markdown(" ".join(self.sentences))
+
+
+def answer_markdown(text: str) -> str:
+    """Answer text escaped for Markdown, with each [n] shown as a badge."""
+    out, pos = [], 0
+    for m in CITATION_RE.finditer(text or ""):
+        out.append(md_escape(text[pos : m.start()]))
+        nums = [n.strip() for n in m.group(1).replace("，", ",").split(",")]
+        out.append("".join(f":blue-badge[{n}]" for n in nums if n.isdigit()))
+        pos = m.end()
+    out.append(md_escape((text or "")[pos:]))
+    return "".join(out)
+
+
+def unscored_note(trace) -> str:
+    """What to say under an answer that no calibrated score vetted ('' when one did).
+
+    With the fused order as the ranking (reranker ``none``, or a Chinese question that the
+    English-only embedder can't read and BM25 alone answers) there is no score the weak-evidence
+    threshold could apply to, so a refusal could not have been triggered by weak evidence."""
+    if trace is None or trace.fallback is None or trace.fallback.action is not FallbackAction.ANSWER:
+        return ""
+    if trace.reranker.backend != NoReranker.name:
+        return ""
+    why = trace.reranker.note or "the fused order was kept, no reranking"
+    return (
+        f"Evidence strength was not scored for this question ({why}), so weak evidence could not "
+        "trigger a refusal. Check the sources before relying on it."
+    )
+
+
+@dataclass
+class Footnote:
+    n: int
+    where: str  # Markdown: document · page · heading path (escaped)
+    html: str  # the source window with the supporting span(s) highlighted (escaped)
+    chunk_id: str
+    support: float
+
+
+def revision_of(chunk_id: str) -> int | None:
+    parts = chunk_id.split(":")
+    return int(parts[1]) if len(parts) >= 4 and parts[1].isdigit() else None
+
+
+def footnotes(answer: Answer, doc_text: Callable[[str, int | None], str]) -> list[Footnote]:
+    """One footnote per cited [n]; spans are shown in the source text (or the quote when it is gone)."""
+    out = []
+    for n in sorted({c.n for c in answer.citations}):
+        cites = answer.citations_for(n)
+        first = cites[0]
+        out.append(
+            Footnote(
+                n=n,
+                where=breadcrumb(first.doc_name or first.doc_id, first.page, first.heading_path),
+                html=_cited_html(cites, doc_text),
+                chunk_id=first.chunk_id,
+                support=max(c.support for c in cites),
+            )
+        )
+    return out
+
+
+def _cited_html(cites: list[Citation], doc_text: Callable[[str, int | None], str]) -> str:
+    first = cites[0]
+    text = doc_text(first.doc_id, revision_of(first.chunk_id)) or ""  # '' once that revision is dropped
+    spans = [Span(c.start, c.end, str(c.n)) for c in cites]
+    if text and all(text[c.start : c.end] == c.quote for c in cites):
+        return excerpt_html(text, spans, FOOTNOTE_CONTEXT)
+    quote = " … ".join(dict.fromkeys(c.quote for c in cites))
+    return excerpt_html(quote, [Span(0, len(quote), str(first.n))], 0)
+
+
+@dataclass
+class EvidenceCard:
+    n: int
+    where: str
+    score: float | None
+    text: str  # plain preview; render as text, never as markup
+    neighbour: bool
+
+
+def evidence_cards(evidence: list[Candidate]) -> list[EvidenceCard]:
+    return [
+        EvidenceCard(
+            n=i,
+            where=breadcrumb(c.doc_name or c.doc_id, c.page, c.heading_path),
+            score=c.rerank_score,
+            text=preview(c.text, 220),
+            neighbour=bool(c.expanded_from),
+        )
+        for i, c in enumerate(evidence, start=1)
+    ]
+
+
+INSPECTOR_CONVERSATION = "inspector"  # questions asked from the Inspector are kept out of Chat's list
+
+
+def conversation_labels(order: list[str], turns) -> dict[str, str]:
+    """A readable label per conversation id (its first question seen, and when), in ``order``."""
+    first: dict[str, object] = {}
+    for t in sorted(turns, key=lambda t: (t.conversation, t.seq)):
+        first.setdefault(t.conversation, t)
+    labels = {}
+    for conv in order:
+        if conv == INSPECTOR_CONVERSATION:
+            continue
+        t = first.get(conv)
+        labels[conv] = f"{preview(t.question, 60)} · {t.created_at[:16].replace('T', ' ')}" if t else conv
+    return labels

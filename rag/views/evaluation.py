@@ -1,0 +1,117 @@
+"""Tables the Evaluation page shows, built from ``EvalRun`` / ``RunComparison`` (pure pandas).
+
+``metrics_long`` feeds the per-stage chart, ``stage_table`` the per-stage figures,
+``question_frame`` the per-question results, ``delta_frame`` / ``question_delta_frame`` the
+side-by-side comparison of two runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from rag.eval.runs.results import STAGES, EvalRun
+from rag.eval.runs.tables import TABLE_METRICS
+
+CHART_METRICS = ("recall@5", "mrr@10", "ndcg@10")
+OVERRIDABLE = ("recall_k", "top_n", "rrf_k", "rerank_threshold", "reranker", "fallback", "rewrite")
+
+
+def levels(run: EvalRun) -> list[str]:
+    """Levels with figures in this run, chunk first."""
+    return [lv for lv in ("chunk", "doc") if lv in run.summary.get("retrieval", {})]
+
+
+def run_label(run: EvalRun) -> str:
+    changed = ", ".join(f"{k}={run.settings[k]}" for k in OVERRIDABLE if k in run.settings)
+    return f"{run.id} · {run.goldset} · {run.created_at[:16].replace('T', ' ')} · {changed}"
+
+
+def metrics_long(runs: Sequence[EvalRun], level: str, metrics: Sequence[str] = CHART_METRICS) -> pd.DataFrame:
+    """(run, stage, metric, value) for every run, stage and metric that has a value."""
+    rows = []
+    for run in runs:
+        figures = run.summary.get("retrieval", {}).get(level, {})
+        for stage in STAGES:
+            for metric in metrics:
+                value = figures.get(stage, {}).get(metric)
+                if value is not None:
+                    rows.append({"run": run.id, "stage": stage, "metric": metric, "value": float(value)})
+    return pd.DataFrame(rows, columns=["run", "stage", "metric", "value"])
+
+
+def stage_table(run: EvalRun, level: str, metrics: Sequence[str] = TABLE_METRICS) -> pd.DataFrame:
+    figures = run.summary.get("retrieval", {}).get(level, {})
+    rows = [{"stage": s, **{m: figures[s].get(m) for m in metrics}} for s in STAGES if s in figures]
+    return pd.DataFrame(rows, columns=["stage", *metrics])
+
+
+def headline(run: EvalRun) -> dict[str, Any]:
+    """The few numbers shown as metrics at the top of a run."""
+    s = run.summary
+    out = dict(run.headline())
+    out["citation validity"] = s.get("citations", {}).get("validity")
+    out["questions"] = s.get("questions")
+    out["errors"] = s.get("errors")
+    return out
+
+
+def question_frame(run: EvalRun, level: str, metric: str = "ndcg@10") -> pd.DataFrame:
+    """One row per question: outcome, refusal correctness, the chosen metric for each stage, latency."""
+    rows = []
+    for q in run.questions:
+        row = {
+            "id": q.id,
+            "question": q.question,
+            "kind": q.kind,
+            "should_refuse": q.should_refuse,
+            "refusal_ok": q.refusal_correct if not q.error else None,
+            "fallback": q.fallback,
+            "best_score": q.best_score,
+            **{f"{metric} {s}": q.metric(metric, s, level) for s in STAGES},
+            "citations": f"{q.citations_valid}/{q.citations_shown}" if q.citations_shown else "",
+            "ms": q.latency_ms.get("wall"),
+            "error": q.error,
+            "trace_id": q.trace_id,
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def delta_frame(cmp) -> pd.DataFrame:
+    """Every (level, stage, metric) of either run with a, b and b - a."""
+    rows = [
+        {"level": d.level, "stage": d.stage, "metric": d.metric, "a": d.a, "b": d.b, "delta": d.delta}
+        for d in cmp.deltas
+        if d.metric != "n"
+    ]
+    return pd.DataFrame(rows, columns=["level", "stage", "metric", "a", "b", "delta"])
+
+
+def question_delta_frame(cmp, run_b: EvalRun) -> pd.DataFrame:
+    """Per question: the metric in both runs, win/loss, refusal changes, evidence that moved."""
+    traces = {q.id: q.trace_id for q in run_b.questions}
+    rows = [
+        {
+            "id": q.id,
+            "question": q.question,
+            "outcome": q.outcome,
+            "a": q.a,
+            "b": q.b,
+            "delta": q.delta,
+            "refused a→b": f"{q.refused_a}→{q.refused_b}" if q.refusal_changed else "",
+            "entered": len(q.entered),
+            "left": len(q.left),
+            "relevant entered": len(q.entered_relevant),
+            "relevant left": len(q.left_relevant),
+            "trace_id": traces.get(q.id, ""),
+        }
+        for q in cmp.questions
+    ]
+    order = {"loss": 0, "win": 1, "tie": 2, "n/a": 3}
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    return df.sort_values("outcome", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
