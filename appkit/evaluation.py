@@ -5,7 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from rag.eval.runs import EvalRun, compare_runs, to_csv, to_json
-from rag.views.evaluation import delta_frame, headline, levels, question_delta_frame, run_label
+from rag.views.charts import tradeoff_figure
+from rag.views.evaluation import (
+    delta_frame,
+    headline,
+    levels,
+    operating_point,
+    question_delta_frame,
+    refusal_tradeoff,
+    run_label,
+)
 from rag.views.highlight import md_escape
 
 
@@ -45,3 +54,11 @@ def comparison(runs: list[EvalRun], level: str) -> None:
     left, right = st.columns(2)
     left.dataframe(delta_frame(cmp), hide_index=True, width="stretch", key="eval_deltas")
     right.dataframe(question_delta_frame(cmp, b), hide_index=True, width="stretch", key="eval_qdeltas")
+
+
+def refusal_curve(run: EvalRun) -> None:
+    """The refusal trade-off of a run whose gold set has questions that must be refused."""
+    curve = refusal_tradeoff(run)
+    if curve.empty:
+        return
+    st.plotly_chart(tradeoff_figure(curve, operating_point(run)), key=f"tradeoff_{run.id}")

@@ -12,6 +12,7 @@ from rag.eval.runs import add_judgement, goldset_paths
 from rag.kb import KnowledgeBase
 from rag.retrieval.replay import replay
 from rag.retrieval.trace import Trace
+from rag.views.answerability import feature_frame, verdict_lines
 from rag.views.charts import rank_flow_figure, score_figure, timings_figure
 from rag.views.highlight import md_escape
 from rag.views.ledger import (
@@ -77,20 +78,31 @@ def scores(trace: Trace) -> None:
     fb = trace.fallback
     if fb is not None:
         c = st.columns(4)
+        compared = "P(answerable)" if trace.answerability is not None else "Best rerank score"
         c[0].metric("Decision", fb.action.value.replace("_", " "))
-        c[1].metric("Best rerank score", "—" if fb.best_score is None else f"{fb.best_score:.3f}")
+        c[1].metric(compared, "—" if fb.best_score is None else f"{fb.best_score:.3f}")
         c[2].metric("Threshold", f"{fb.threshold:.3f}")
         c[3].metric("Margin", "—" if fb.margin is None else f"{fb.margin:+.3f}")
         st.caption(f"Judged by {fb.judged_by} · attempts {trace.attempts} · {md_escape(fb.reason)}")
+    if trace.answerability is not None:
+        _answerability(trace.answerability)
     scores = score_frame(trace)
     if scores.empty:
         st.info("No candidate reached the reranker.")
     else:
-        best = fb.best_score if fb else None
+        best = float(scores["rerank_score"].max())
         st.plotly_chart(score_figure(scores, trace.settings.get("rerank_threshold", 0.0), best), key="score_chart")
     flow = rank_flow(trace)
     if not flow.empty:
         st.plotly_chart(rank_flow_figure(flow), key="rank_flow_chart")
+
+
+def _answerability(a) -> None:
+    """The answerability stage: features, their weights and contributions, the verdict."""
+    with st.expander("Answerability: does the evidence answer the question?", expanded=not a.answerable):
+        for line in verdict_lines(a):
+            st.markdown(md_escape(line))
+        st.dataframe(feature_frame(a), hide_index=True, width="stretch", key="answerability_features")
 
 
 def sources(kb: KnowledgeBase, turn: Turn | None, trace: Trace) -> None:

@@ -135,6 +135,8 @@ if not data.empty:
 tables = st.columns(len(runs))
 for col, run in zip(tables, runs, strict=True):
     col.dataframe(stage_table(run, level), hide_index=True, width="stretch", key=f"stages_{run.id}")
+for run in runs:
+    runs_view.refusal_curve(run)
 if len(runs) == 2:
     runs_view.comparison(runs, level)
 _questions(runs, level)

@@ -140,3 +140,21 @@ def test_rule_model_compares_the_best_probability():
     )
     assert not a.answerable and a.threshold == 0.59 and a.probability == 0.58
     assert not assess("anything", [], TermStats(0, {}), "latin", 0.5, 0.59, model=rule).answerable
+
+
+def test_inspector_view_lists_every_feature_with_its_weight_and_contribution():
+    from rag.views.answerability import feature_frame, verdict_lines
+
+    model = AnswerabilityModel("logreg[test]", ("p_top", "missing_share"), (4.0, -8.0), -2.0)
+    stats = TermStats(10, {"day": 2, "sabbat": 0, "employe": 5})
+    chunks = [EvidenceChunk("Employees get 25 days of paid annual leave.", 0.9, 1, 1)]
+    a = assess("How many days of sabbatical do employees get?", chunks, stats, "latin", 0.5, 0.59, model=model)
+    df = feature_frame(a)
+    assert list(df["feature"]) == [*a.features, "bias"]
+    row = df.set_index("feature").loc["p_top"]
+    assert row["value"] == 0.9 and row["weight"] == 4.0 and row["contribution"] == pytest.approx(3.6)
+    assert df.set_index("feature").loc["bias", "contribution"] == -2.0
+    lines = verdict_lines(a)
+    assert lines[0].startswith("Decided by logreg[test] (latin script): P(answerable)")
+    assert "Found in no searched chunk: 'sabbatical'." in lines
+    assert lines[-1] == "Shown to the user: The documents don't mention 'sabbatical'."

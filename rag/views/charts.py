@@ -114,3 +114,36 @@ def metrics_figure(metrics: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="group", title="Retrieval metrics per stage", **_LAYOUT)
     fig.update_yaxes(range=[0, 1.05])
     return fig
+
+
+def tradeoff_figure(curve: pd.DataFrame, point: tuple[float, float, float] | None) -> go.Figure:
+    """Refusal trade-off: share of answerable questions refused (x) against share of unanswerable
+    ones refused (y) as the answerability threshold moves; the run's operating point marked."""
+    fig = go.Figure(
+        go.Scatter(
+            x=curve["answerable refused"],
+            y=curve["unanswerable refused"],
+            mode="lines+markers",
+            name="threshold",
+            text=[f"threshold {t:.2f}" for t in curve["threshold"]],
+            hoverinfo="text+x+y",
+            line=dict(color="#3490dc"),
+        )
+    )
+    if point is not None:
+        t, right, wrong = point
+        fig.add_trace(
+            go.Scatter(
+                x=[wrong],
+                y=[right],
+                mode="markers+text",
+                name="this run",
+                text=[f"operating point (threshold {t:.2f})"],
+                textposition="bottom right",
+                marker=dict(color="#e3342f", size=13, symbol="x"),
+            )
+        )
+    fig.update_layout(title="Refusal trade-off as the answerability threshold moves", **{**_LAYOUT, "height": 340})
+    fig.update_xaxes(title="answerable questions refused (share)", range=[-0.02, 1.02])
+    fig.update_yaxes(title="unanswerable questions refused (share)", range=[-0.02, 1.02])
+    return fig

@@ -115,3 +115,36 @@ def question_delta_frame(cmp, run_b: EvalRun) -> pd.DataFrame:
     if df.empty:
         return df
     return df.sort_values("outcome", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+TRADEOFF_THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
+
+
+def refusal_tradeoff(run: EvalRun, thresholds: Sequence[float] = TRADEOFF_THRESHOLDS) -> pd.DataFrame:
+    """Share refused of the questions that should be refused and of those that should be answered,
+    had the answerability threshold been each of ``thresholds`` (from each question's recorded
+    P(answerable); a wider retry the change would have caused is not replayed). Empty when the run
+    has no ``should_refuse`` question or no recorded probabilities."""
+    scored = [q for q in run.questions if q.answerable_p is not None and not q.error]
+    neg = [q.answerable_p for q in scored if q.should_refuse]
+    pos = [q.answerable_p for q in scored if not q.should_refuse]
+    if not neg or not pos:
+        return pd.DataFrame(columns=["threshold", "unanswerable refused", "answerable refused"])
+    return pd.DataFrame(
+        {
+            "threshold": list(thresholds),
+            "unanswerable refused": [sum(p < t for p in neg) / len(neg) for t in thresholds],
+            "answerable refused": [sum(p < t for p in pos) / len(pos) for t in thresholds],
+        }
+    )
+
+
+def operating_point(run: EvalRun) -> tuple[float, float, float] | None:
+    """(threshold, unanswerable refused, answerable refused) as the run actually decided."""
+    scored = [q for q in run.questions if not q.error]
+    neg = [q for q in scored if q.should_refuse]
+    pos = [q for q in scored if not q.should_refuse]
+    if not neg or not pos:
+        return None
+    t = float(run.settings.get("answerable_threshold", 0.5))
+    return t, sum(q.refused for q in neg) / len(neg), sum(q.refused for q in pos) / len(pos)

@@ -46,7 +46,8 @@ class QuestionResult:
     refused: bool = False  # the user got no answer (refusal or a question back)
     fallback: str = ""  # the fallback action: answer | reject | clarify (retry_wider resolves to one)
     fallback_reason: str = ""
-    best_score: float | None = None
+    best_score: float | None = None  # the score the fallback compared (P(answerable) when that stage ran)
+    answerable_p: float | None = None  # the answerability stage's probability (the refusal trade-off curve)
     chunks: dict[str, list[str]] = field(default_factory=dict)  # stage -> ranked chunk ids
     docs: dict[str, list[str]] = field(default_factory=dict)  # stage -> ranked document names
     presented: list[str] = field(default_factory=list)  # evidence chunk ids in the generator's order

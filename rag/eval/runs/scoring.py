@@ -72,6 +72,7 @@ def score_question(
         fallback=fb.action.value if fb else "",
         fallback_reason=fb.reason if fb else "",
         best_score=fb.best_score if fb else None,
+        answerable_p=trace.answerability.probability if trace.answerability else None,
         chunks={stage: [c.chunk_id for c in cands] for stage, cands in stages.items()},
         docs={stage: _doc_order(cands, labels) for stage, cands in stages.items()},
         presented=[c.chunk_id for c in trace.evidence()],
