@@ -1,0 +1,1 @@
+"""Benchmarks and fitting tools; only rag/cli imports this package."""
