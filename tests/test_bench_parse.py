@@ -85,3 +85,13 @@ def test_bench_parse_rejects_an_unknown_extractor(tmp_path: Path) -> None:
     _pdf_with_outline(tmp_path / "manual.pdf")
     with pytest.raises(ValueError, match="unknown extractor"):
         main(["bench", "parse", str(tmp_path), "--extractors", "pymupdf"])
+
+
+def test_report_regeneration_keeps_the_marked_sections(tmp_path: Path) -> None:
+    from rag.eval.report import kept_sections
+
+    out = tmp_path / "BENCHMARKS.md"
+    assert kept_sections(out) == []
+    section = "<!-- kept: pdf-parse -->\n## PDF text extraction\n\n| a | b |\n<!-- /kept: pdf-parse -->"
+    out.write_text(f"# Benchmarks\n\nold generated text\n\n{section}\n\n## Which split\n", encoding="utf-8")
+    assert kept_sections(out) == [section]
