@@ -80,6 +80,12 @@ def test_words_positioned_by_tj_offsets_keep_their_spaces() -> None:
     assert parsed.text == "Title line\nFor the low level network configuration"
 
 
+def test_hyphen_at_a_line_end_is_kept_with_its_line_break() -> None:
+    """PDFium gives "abso\ufffelute"; the text says what the page shows (a real hyphen looks the same)."""
+    parsed = parse_file("hyphen.pdf", make_pdf([["The measured abso-", "lute intent, non-", "developers too."]]))
+    assert parsed.text == "The measured abso-\nlute intent, non-\ndevelopers too."
+
+
 def test_page_spans_and_chunk_offsets_are_exact() -> None:
     pages = [["Travel policy", "Economy class up to 6 hours."], [], ["Hotels: USD 320 per night."]]
     parsed = parse_file("policy.pdf", make_pdf(pages))

@@ -123,7 +123,7 @@ def _share(part: int, whole: int) -> str:
 
 def markdown(rows: list[Measured]) -> str:
     head = (
-        "| PDF | origin (Creator / Producer) | pages | extractor | glued words | glued prose | pages with U+FFFD "
+        "| PDF | origin (Creator / Producer) | pages | extractor | glued words | glued prose | pages with U+FFFD/E "
         "| ms/page | CJK chars (spaced) | headings kept | bullets at line start |\n"
         "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
     )

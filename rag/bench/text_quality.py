@@ -8,7 +8,8 @@ Each measure is defined here once; docs/BENCHMARKS.md ("PDF text extraction") re
 * glued prose: the same, less identifiers: the run has a capital after its first letter
   ("PubkeyAuthentication", a file's own name in its footer) or the word holds ``/ : = @ _``
   (URLs, options, config keys), which are single words in the source too;
-* replacement pages: pages whose text holds U+FFFD (a glyph the extractor could not map);
+* replacement pages: pages whose text holds U+FFFD (a glyph the extractor could not map) or the
+  noncharacters U+FFFE/U+FFFF (PDFium's raw mark for a line-end hyphen, which the parser replaces);
 * CJK: CJK characters kept, and how many of them are followed by a space and another CJK
   character (a space CJK text never has: the reverse of gluing);
 * headings kept: of the outline (bookmark) entries that point at a page, those whose title is a
@@ -30,6 +31,7 @@ BULLETS = "•◦▪▫‣●○■□∙"
 _LETTER_RE = re.compile("[A-Za-z]")
 _GLUED_RE = re.compile(f"[A-Za-z]{{{GLUED_LETTERS},}}")
 _CODE_RE = re.compile(r"[/:=@_]")
+_BAD_CHAR_RE = re.compile("[\ufffd\ufffe\uffff]")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _CJK_RE = re.compile(f"[{_CJK}]")
 _CJK_SPACED_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])")
@@ -75,7 +77,7 @@ def text_stats(pages: Sequence[str], outline: Sequence[tuple[int, str]] = ()) ->
         words=len(words),
         glued=sum(1 for w in words if _GLUED_RE.search(w)),
         glued_prose=sum(1 for w in words if is_glued_prose(w)),
-        replacement_pages=sum(1 for page in pages if "\ufffd" in page),
+        replacement_pages=sum(1 for page in pages if _BAD_CHAR_RE.search(page)),
         cjk=len(_CJK_RE.findall(whole)),
         cjk_spaced=len(_CJK_SPACED_RE.findall(whole)),
         headings=len(targets),

@@ -25,6 +25,11 @@ PARSER_VERSION = pdfium.PYPDFIUM_INFO.version  # the wheel pins its PDFium build
 PASSWORD_FIX = "Remove the password (e.g. open it and 'Print to PDF' or save an unprotected copy) and upload that."
 OCR_FIX = "Run OCR on it first (e.g. `ocrmypdf in.pdf out.pdf`) and upload the result."
 
+# PDFium joins a word broken by a hyphen at a line end and puts U+FFFE (a noncharacter) in place of
+# "-" + line break ("abso\ufffelute"); it cannot tell a hyphenation from a real hyphen
+# ("non-developers"), so the text gets back what the page shows: "abso-\nlute", as pypdf gave it.
+LINE_END_HYPHEN = "\ufffe"
+
 # PDFium keeps global state and is not thread-safe (pypdfium2 docs, "Thread incompatibility"):
 # Streamlit serves each session on its own thread, so every PDFium call goes through this lock.
 PDFIUM_LOCK = threading.Lock()
@@ -110,7 +115,7 @@ def _one_page(pdf: pdfium.PdfDocument, index: int) -> str | None:
     try:
         textpage = page.get_textpage()
         try:
-            return textpage.get_text_range()
+            return textpage.get_text_range().replace(LINE_END_HYPHEN, "-\n")
         finally:
             textpage.close()
     finally:
