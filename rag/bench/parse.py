@@ -98,21 +98,29 @@ def pdf_facts(data: bytes) -> PdfFacts:
     return PdfFacts(origin or "unknown", [(page, title) for page, title in outline if page is not None])
 
 
-def measure(path: Path, names: list[str], max_pages: int) -> list[Measured]:
+def _best_of(repeat: int, extract: Extractor, data: bytes, max_pages: int) -> tuple[float, list[str]]:
+    """The fastest of ``repeat`` runs (the machine may be shared) and the pages it read."""
+    best, pages = float("inf"), []
+    for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        pages = extract(data, max_pages)
+        best = min(best, time.perf_counter() - start)
+    return best, pages
+
+
+def measure(path: Path, names: list[str], max_pages: int, repeat: int = 1) -> list[Measured]:
     data = path.read_bytes()
     facts = pdf_facts(data)
     out = []
     for name in names:
-        start = time.perf_counter()
         try:
-            pages = EXTRACTORS[name](data, max_pages)
+            seconds, pages = _best_of(repeat, EXTRACTORS[name], data, max_pages)
         except ModuleNotFoundError as exc:
             out.append(Measured(path.name, facts.origin, name, 0.0, None, f"not installed ({exc.name}): {MISSING_FIX}"))
             continue
         except Exception as exc:  # noqa: BLE001 - a benchmark reports an extractor's failure and goes on
             out.append(Measured(path.name, facts.origin, name, 0.0, None, f"{type(exc).__name__}: {exc}"[:160]))
             continue
-        seconds = time.perf_counter() - start
         out.append(Measured(path.name, facts.origin, name, seconds, text_stats(pages, facts.outline)))
     return out
 
@@ -166,7 +174,7 @@ def main(args: argparse.Namespace) -> int:
     unknown = sorted(set(names) - set(EXTRACTORS))
     if unknown:
         raise ValueError(f"unknown extractor(s) {unknown}; known: {sorted(EXTRACTORS)}")
-    rows = [row for path in paths for row in measure(path, names, args.max_pages)]
+    rows = [row for path in paths for row in measure(path, names, args.max_pages, args.repeat)]
     print(markdown(rows))
     refused = verdicts(paths)
     if refused:
@@ -179,4 +187,5 @@ def add_parser(bsub) -> None:
     p.add_argument("dir", help="a folder of PDF files (searched recursively)")
     p.add_argument("--extractors", default=",".join(EXTRACTORS), help="comma-separated, from: " + ", ".join(EXTRACTORS))
     p.add_argument("--max-pages", type=int, default=2000, help="read at most this many pages of each file")
+    p.add_argument("--repeat", type=int, default=1, help="time each extraction this many times, keep the fastest")
     p.set_defaults(func=main)
