@@ -185,6 +185,16 @@ class KnowledgeBase:
         )
         return rows[0][0] if rows else None
 
+    def active_parser(self, doc_id: str) -> tuple[str, str] | None:
+        """(parser, parser version) that produced the active revision."""
+        rows = self.catalog.q(
+            "SELECT r.parser, r.parser_version FROM revisions r JOIN documents d ON d.kb=r.kb AND d.id=r.doc_id "
+            "AND d.active_revision=r.revision WHERE r.kb=? AND r.doc_id=?",
+            self.name,
+            doc_id,
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
     def next_revision(self, doc_id: str) -> int:
         rows = self.catalog.q("SELECT MAX(revision) FROM revisions WHERE kb=? AND doc_id=?", self.name, doc_id)
         return int(rows[0][0] or 0) + 1

@@ -178,3 +178,21 @@ def test_filters_by_doc_and_tag(make_kb):
     recent = kb.filter_doc_ids(date_from="2026-01-01")
     assert _ids(kb.sparse_search("days", 5, recent)) == ["security.txt"]
     assert kb.filter_doc_ids() is None
+
+
+def test_unchanged_pdf_from_an_older_parser_is_parsed_again(make_kb):
+    """Same bytes, but the active revision came from pypdf (before issue 15): re-ingest re-parses."""
+    from test_pdf_parser import make_pdf
+
+    from rag.ingest.parsers.pdf import PARSER, PARSER_VERSION
+
+    kb = make_kb()
+    data = make_pdf([["Receipts are filed within 30 days."]])
+    first = kb.ingest_file("policy.pdf", data)
+    assert kb.ingest_file("policy.pdf", data).status == "unchanged"
+    with kb.catalog.tx() as db:
+        db.execute("UPDATE revisions SET parser='pypdf', parser_version='7.1.0' WHERE kb=?", (kb.name,))
+    again = kb.ingest_file("policy.pdf", data)
+    assert again.status == "updated" and again.revision == first.revision + 1
+    assert (kb.document("policy.pdf").parser, kb.document("policy.pdf").parser_version) == (PARSER, PARSER_VERSION)
+    assert kb.ingest_file("policy.pdf", data).status == "unchanged"

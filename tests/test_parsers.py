@@ -109,7 +109,7 @@ def test_pdf_one_span_per_page_including_empty_pages() -> None:
     assert parsed.text == "Page one text.\n\nPage three."
     assert parsed.pages == (PageSpan(1, 0, 14), PageSpan(2, 14, 16), PageSpan(3, 16, 27))
     assert parsed.headings == ()
-    assert parsed.parser == "pypdf" and parsed.parser_version
+    assert parsed.parser == "pypdfium2" and parsed.parser_version
     chunks = chunk_document(parsed)
     assert [(c.page, c.text) for c in chunks] == [(1, "Page one text."), (3, "Page three.")]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,9 @@ from rag.config import Settings
 from rag.eval.runs.tables import fmt, markdown_table
 
 SECTIONS = ("scifact", "rgb-zh", "demo")
+# Sections another command measures (e.g. `rag bench parse` on PDFs not in the repository),
+# between <!-- kept: NAME --> and <!-- /kept: NAME -->: a regenerate carries them over as they are.
+KEPT_RE = re.compile(r"<!-- kept: (?P<name>[\w-]+) -->.*?<!-- /kept: (?P=name) -->", re.S)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -33,12 +37,20 @@ def main(args: argparse.Namespace) -> int:
         body.append(rgb_zh(bench / "rgb-zh" / "beir", settings, limit))
     if "demo" in only:
         body.append(demo(settings))
-    body.append(splits())
     out = Path(args.out)
+    body += kept_sections(out)
+    body.append(splits())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n\n".join(part.strip() for part in body) + "\n", encoding="utf-8")
     print(f"wrote {out}")
     return 0
+
+
+def kept_sections(out: Path) -> list[str]:
+    """The ``KEPT_RE`` sections of the report being replaced, unchanged and in order."""
+    if not out.exists():
+        return []
+    return [match.group(0) for match in KEPT_RE.finditer(out.read_text(encoding="utf-8"))]
 
 
 def header(settings: Settings, bench: Path) -> str:

@@ -21,6 +21,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")
     p.set_defaults(func=_bench_pages)
+    from rag.bench.parse import add_parser as add_parse_parser
+
+    add_parse_parser(bsub)
 
 
 def _bench_ingest(args) -> int:

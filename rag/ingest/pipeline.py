@@ -17,8 +17,8 @@ import numpy as np
 
 from rag.errors import LimitExceeded, RagError
 from rag.ingest.chunking import chunk_document
-from rag.ingest.parsers import parse_file
-from rag.ingest.safety import check_upload, safe_name
+from rag.ingest.parsers import current_parser, parse_file
+from rag.ingest.safety import check_upload, file_kind, safe_name
 from rag.records import ChunkRecord, ParsedDocument
 from rag.store.catalog import now
 
@@ -83,7 +83,7 @@ def prepare(kb, item: UploadItem, progress: Progress) -> _Prepared | IngestResul
     doc_id, digest = doc_id_for(item.name), content_hash(item.data)
     existing = kb.catalog.find_document(kb.name, item.name)
     previous = existing["active_revision"] if existing else None
-    if previous is not None and kb.active_hash(doc_id) == digest:
+    if previous is not None and kb.active_hash(doc_id) == digest and not _parser_changed(kb, doc_id, item.name):
         return IngestResult(item.name, "unchanged", doc_id=doc_id, revision=previous)
     try:
         progress(item.name, "parse", 0.0)
@@ -124,6 +124,12 @@ def prepare(kb, item: UploadItem, progress: Progress) -> _Prepared | IngestResul
     result = IngestResult(item.name, status, doc_id, revision, parsed.page_count, len(chunks))
     result.timings_ms["parse_chunk"] = (time.perf_counter() - t0) * 1000
     return _Prepared(item, result, digest, parsed, chunks, previous)
+
+
+def _parser_changed(kb, doc_id: str, name: str) -> bool:
+    """The same bytes were parsed by another parser (a PDF read by pypdf before issue 15): re-parse."""
+    current = current_parser(file_kind(name))
+    return current is not None and kb.active_parser(doc_id) != current
 
 
 def _check_chunk_floor(name: str, text: str, settings) -> None:

@@ -27,6 +27,10 @@ PARSERS: dict[str, Parser] = {
     "csv": text.parse_csv,
 }
 
+# Parsers whose text changes with their library: re-ingesting an unchanged file re-parses it when
+# its active revision was made by another parser or version (PDFs read by pypdf before issue 15).
+CURRENT_PARSERS: dict[str, tuple[str, str]] = {"pdf": (pdf.PARSER, pdf.PARSER_VERSION)}
+
 _NAME_OF_SNIFFED = {
     "pdf": "a PDF",
     "zip": "a ZIP/Office file",
@@ -45,6 +49,11 @@ def parse_file(name: str, data: bytes, *, max_pages: int = 2000) -> ParsedDocume
     _check_content_matches(shown, kind, data)
     with parser_errors(shown, kind):
         return PARSERS[kind](shown, data, max_pages)
+
+
+def current_parser(kind: str) -> tuple[str, str] | None:
+    """(parser, version) a file of ``kind`` is parsed with now, for kinds in ``CURRENT_PARSERS``."""
+    return CURRENT_PARSERS.get(kind)
 
 
 def _check_content_matches(name: str, kind: str, data: bytes) -> None:
