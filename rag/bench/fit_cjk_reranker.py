@@ -22,7 +22,7 @@ from rag.bench.beir import bench_home, default_kb_name, ingest_beir
 from rag.bench.fit_reranker import Pool, fit_logreg, ndcg10
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
-from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context
+from rag.retrieval.pipeline import acronyms_for, context, rerank_pool
 from rag.retrieval.recall import Recall
 from rag.retrieval.rerankers import e5_encoder
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
@@ -49,7 +49,7 @@ def collect(data_dir: str, settings: Settings, limit: int = 0) -> list[Pool]:
         question = data.queries[qid]
         plan = rewrite(question, home.rewrite, lambda: acronyms_for(kb), None, False)
         attempt = Recall(kb, ctx.vectors, plan.queries, None, home.rrf_k, {}, dense=False).run(home.recall_k)
-        cands = attempt.fused[: home.recall_k * RERANK_POOL_FACTOR]
+        cands = attempt.fused[: rerank_pool(home.recall_k, sparse_only=True)]
         if not cands:
             continue
         docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         threshold=settings.rerank_threshold,
         fit={
             "data": f"{args.data_dir} qrels/train.tsv ({len(pools)} questions), BM25 (jieba) pool of "
-            f"{settings.recall_k * RERANK_POOL_FACTOR}",
+            f"{rerank_pool(settings.recall_k, sparse_only=True)}",
             "choice": f"best 5-fold CV nDCG@10 {results[best]:.4f} (BM25 order {base['BM25 order']:.4f}, "
             f"e5 cosine alone {base['e5 cosine']:.4f})",
             "cv_ndcg10": {"+".join(k): round(v, 4) for k, v in results.items()},

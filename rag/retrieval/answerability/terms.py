@@ -96,6 +96,8 @@ def question_terms(question: str) -> dict[str, str]:
         for term in tokenize(word):
             if term in QUESTION_WORDS_ZH or term in QUESTION_WORDS_EN or not term.strip():
                 continue
+            if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently
+                continue
             out.setdefault(term, term if _CJK_CHAR.search(term) else word)
     return out
 
