@@ -185,3 +185,4 @@ class TermStats:
 
     chunks: int  # chunks in the scope
     df: dict[str, int]  # term -> chunks of the scope that contain it
+    near: dict[str, str] = field(default_factory=dict)  # absent term -> how it is present after all

@@ -158,3 +158,28 @@ def test_inspector_view_lists_every_feature_with_its_weight_and_contribution():
     assert lines[0].startswith("Decided by logreg[test] (latin script): P(answerable)")
     assert "Found in no searched chunk: 'sabbatical'." in lines
     assert lines[-1] == "Shown to the user: The documents don't mention 'sabbatical'."
+
+
+def test_absent_terms_spelled_differently_in_the_scope_are_not_missing():
+    index = BM25Index.build(
+        [
+            ("a:1:1:0", "The microenvironment of the tumour shapes treatment response."),
+            ("b:1:1:0", "康忠是唐朝的一位将军。"),
+            ("c:1:1:0", "员工每年享有十五天带薪年假。"),
+        ],
+        version=1,
+    )
+    from rag.store.tokenize import tokenize
+
+    typo = tokenize("microenviroment")[0]
+    stats = index.term_stats([typo, "sabbat"])
+    assert stats.df == {typo: 0, "sabbat": 0}
+    assert stats.near == {typo: tokenize("microenvironment")[0]}  # a misspelling, not an absence
+    zh = question_terms("康忠是谁？")
+    zh_stats = index.term_stats(list(zh))
+    assert all(zh_stats.df[t] or t in zh_stats.near for t in zh)  # jieba cut the question differently
+    # scoped: the same characters outside the searched documents do not count
+    scoped = index.term_stats(["带薪"], doc_ids={"a", "b"})
+    assert scoped.df == {"带薪": 0} and scoped.near == {}
+    r = features("How does the microenviroment shape treatment?", [EvidenceChunk(index.texts[0], 0.9, 1, 1)], stats)
+    assert "microenviroment" not in r.absent

@@ -18,9 +18,7 @@ def test_line_has_exactly_the_issue_form():
     r = SetResult("rgb-zh")
     r.rows = [_row("removed", True, 0.1), _row("removed", False, 0.7), _row("removed", True, 0.2)]
     r.rows += [_row("as_is", False, 0.9), _row("as_is", True, 0.3)]
-    assert r.line() == (
-        "refusal rgb-zh: unanswerable refused 2/3 (0.667) · answerable refused 1/2 (0.500)"
-    )
+    assert r.line() == ("refusal rgb-zh: unanswerable refused 2/3 (0.667) · answerable refused 1/2 (0.500)")
     curve = dict((t, (u, a)) for t, u, a in r.curve((0.25, 0.5, 0.8)))
     assert curve[0.25] == (pytest.approx(2 / 3), 0.0)
     assert curve[0.5] == (pytest.approx(2 / 3), 0.5)

@@ -14,10 +14,12 @@ docs/BENCHMARKS.md.
 
 from __future__ import annotations
 
+import difflib
 import fcntl
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -35,7 +37,9 @@ log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
-FORMAT = 2  # 2: chunk index + document index
+FORMAT = 3  # 2: chunk index + document index; 3: + each chunk's indexed text (answerability look-ups)
+NEAR_CUTOFF = 0.8  # difflib ratio above which an absent word is read as a misspelling of an indexed one
+_CJK_TERM = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,16 @@ class BM25Index:
     """Immutable once built; ``search`` is thread-safe."""
 
     def __init__(
-        self, retriever: bm25s.BM25 | None, ids: list[str], version: int, docs: bm25s.BM25 | None = None
+        self,
+        retriever: bm25s.BM25 | None,
+        ids: list[str],
+        version: int,
+        docs: bm25s.BM25 | None = None,
+        texts: list[str] | None = None,
     ) -> None:
         self._retriever = retriever
+        self.texts = texts if texts is not None else [""] * len(ids)  # the indexed text of each chunk
+        self._latin_vocab: list[str] | None = None
         self._docs = docs  # one row per document, in order of first appearance in ``ids``
         self.ids = ids
         self.version = version
@@ -69,10 +80,11 @@ class BM25Index:
 
     @classmethod
     def build(cls, items: Iterable[tuple[str, str]], version: int) -> BM25Index:
-        ids, tokens = [], []
+        ids, tokens, texts = [], [], []
         doc_tokens: dict[str, list[str]] = {}
         for chunk_id, text in items:
             ids.append(chunk_id)
+            texts.append(text)
             tokens.append(tokenize(text))
             doc_tokens.setdefault(ChunkRecord.doc_of(chunk_id), []).extend(tokens[-1])
         if not ids:
@@ -81,7 +93,7 @@ class BM25Index:
         retriever.index(tokens, show_progress=False)
         docs = bm25s.BM25()
         docs.index(list(doc_tokens.values()), show_progress=False)
-        return cls(retriever, ids, version, docs)
+        return cls(retriever, ids, version, docs, texts)
 
     def search(self, query: str, k: int, doc_ids: set[str] | None = None, doc_weight: float = 0.0) -> list[SparseHit]:
         """The ``k`` best chunks with a positive score, only from ``doc_ids`` when given; with
@@ -113,16 +125,31 @@ class BM25Index:
         rows = None if doc_ids is None else np.zeros(len(self.ids), dtype=bool)
         if rows is not None:
             rows[self._rows_of(doc_ids)] = True
+        df = {term: self._df(term, rows) for term in terms}
+        near = {t: v for t in terms if df[t] == 0 and (v := self._near(t, rows))}
+        return TermStats(len(self.ids) if rows is None else int(rows.sum()), df, near)
+
+    def _df(self, term: str, rows: np.ndarray | None) -> int:
+        tid = self._retriever.vocab_dict.get(term)
+        if tid is None:
+            return 0
         postings = self._retriever.scores
-        df: dict[str, int] = {}
-        for term in terms:
-            tid = self._retriever.vocab_dict.get(term)
-            if tid is None:
-                df[term] = 0
-                continue
-            docs = postings["indices"][postings["indptr"][tid] : postings["indptr"][tid + 1]]
-            df[term] = int(len(docs) if rows is None else rows[docs].sum())
-        return TermStats(len(self.ids) if rows is None else int(rows.sum()), df)
+        chunks = postings["indices"][postings["indptr"][tid] : postings["indptr"][tid + 1]]
+        return int(len(chunks) if rows is None else rows[chunks].sum())
+
+    def _near(self, term: str, rows: np.ndarray | None) -> str:
+        """What an absent term is present as in the scope: its own characters inside an indexed
+        text (a CJK word jieba cut differently there), or a close spelling of an indexed English
+        word (a typo); '' when neither."""
+        scope = range(len(self.ids)) if rows is None else np.flatnonzero(rows)
+        if _CJK_TERM.search(term):
+            return term if any(term in self.texts[i] for i in scope) else ""
+        if self._latin_vocab is None:
+            self._latin_vocab = [w for w in self._retriever.vocab_dict if w and not _CJK_TERM.search(w)]
+        for variant in difflib.get_close_matches(term, self._latin_vocab, n=3, cutoff=NEAR_CUTOFF):
+            if variant != term and self._df(variant, rows):
+                return variant
+        return ""
 
     def save(self, directory: Path) -> None:
         """Write atomically: build in a temp dir, then swap it in under the directory's lock.
@@ -136,7 +163,7 @@ class BM25Index:
             self._retriever.save(str(tmp), show_progress=False)
         if self._docs is not None:
             self._docs.save(str(tmp / "docs"), show_progress=False)
-        meta = {"format": FORMAT, "version": self.version, "ids": self.ids}
+        meta = {"format": FORMAT, "version": self.version, "ids": self.ids, "texts": self.texts}
         (tmp / "ragscope.json").write_text(json.dumps(meta))
         old = directory.with_name(directory.name + ".old")
         with _dir_lock(directory, fcntl.LOCK_EX):
@@ -168,7 +195,7 @@ class BM25Index:
         except (OSError, ValueError, KeyError) as exc:
             log.warning("BM25 index at %s unreadable (%s); it will be rebuilt", directory, exc)
             return None
-        return cls(retriever, list(meta["ids"]), int(meta["version"]), docs)
+        return cls(retriever, list(meta["ids"]), int(meta["version"]), docs, list(meta["texts"]))
 
 
 @contextmanager

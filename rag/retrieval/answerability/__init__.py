@@ -63,17 +63,20 @@ class _Read:
 def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, calibrated: bool = True) -> _Read:
     """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence."""
     surface = question_terms(question)
-    weights = {t: idf(stats.df.get(t, 0), max(stats.chunks, 1)) for t in surface}
+    near = stats.near
+    gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near}  # in no searched chunk
+    df = {t: stats.df.get(t, 0) or (1 if t in near else 0) for t in surface}
+    weights = {t: idf(df[t], max(stats.chunks, 1)) for t in surface}
     total = sum(weights.values()) or 1.0
-    absent = tuple(surface[t] for t in surface if stats.df.get(t, 0) == 0)
-    missing_share = sum(w for t, w in weights.items() if stats.df.get(t, 0) == 0) / total if weights else 0.0
+    absent = tuple(surface[t] for t in surface if t in gone)
+    missing_share = sum(w for t, w in weights.items() if t in gone) / total if weights else 0.0
     kind = asks_for(question)
     top = list(ranked[:EVIDENCE_CHUNKS])
-    cover_chunk = coverage(weights, surface, top[0].text).share if top else 0.0
+    cover_chunk = coverage(weights, surface, top[0].text, near).share if top else 0.0
     best, best_share, best_missing = "", 0.0, tuple(surface.values())
     for chunk in top:
         for sent in sentences(chunk.text):
-            cov = coverage(weights, surface, sent)
+            cov = coverage(weights, surface, sent, near)
             # ties go to the sentence that carries what is asked for
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):

@@ -120,10 +120,20 @@ class Coverage:
     missing: tuple[str, ...]  # terms (surface forms) not present
 
 
-def coverage(weights: dict[str, float], surface: dict[str, str], text: str) -> Coverage:
+def coverage(
+    weights: dict[str, float], surface: dict[str, str], text: str, near: dict[str, str] | None = None
+) -> Coverage:
+    """``near`` maps a term to how the scope spells it (a corrected typo, or the term itself for
+    a CJK word that jieba cut differently there: then its characters are looked for as they are)."""
     total = sum(weights.values())
     if total <= 0:
         return Coverage(1.0, ())
-    present = set(tokenize(text))
-    held = sum(w for t, w in weights.items() if t in present)
-    return Coverage(held / total, tuple(surface[t] for t in weights if t not in present))
+    tokens = set(tokenize(text))
+    near = near or {}
+
+    def held(t: str) -> bool:
+        alias = near.get(t, "")
+        return t in tokens or (alias in tokens if alias != t else bool(alias) and alias in text)
+
+    got = sum(w for t, w in weights.items() if held(t))
+    return Coverage(got / total, tuple(surface[t] for t in weights if not held(t)))
