@@ -6,7 +6,7 @@ import pytest
 
 from rag.answer.result import Answer, AnswerSentence, Citation, DraftRejection, Outcome, SentenceKind
 from rag.eval.gold.goldset import GoldItem, Passage
-from rag.eval.runs.answer_quality import answer_counts, on_gold, quality_summary
+from rag.eval.runs.answer_quality import answer_counts, on_gold
 from rag.eval.runs.results import EvalRun, QuestionResult
 from rag.eval.runs.summary import summarize
 from rag.eval.runs.tables import run_text
@@ -39,7 +39,9 @@ def answer(sentences: list[str], citations: list[Citation], **kw) -> Answer:
         question=ITEM.question,
         text=" ".join(f"{s} [{i + 1}]" for i, s in enumerate(sentences)),
         generator=ModelLabel(backend="test", model="hand"),
-        sentences=[AnswerSentence(s, f"{s} [{i + 1}]", SentenceKind.CLAIM, [i + 1], True) for i, s in enumerate(sentences)],
+        sentences=[
+            AnswerSentence(s, f"{s} [{i + 1}]", SentenceKind.CLAIM, [i + 1], True) for i, s in enumerate(sentences)
+        ],
         citations=citations,
         attempts=kw.pop("attempts", 1),
         **kw,

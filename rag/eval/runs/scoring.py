@@ -12,8 +12,8 @@ from typing import Any
 from rag.answer.result import Answer
 from rag.eval.gold.goldset import GoldItem
 from rag.eval.gold.labels import Labels
-from rag.eval.runs.answer_quality import answer_counts
 from rag.eval.metrics import answer_match, contains_answer, ranking_metrics
+from rag.eval.runs.answer_quality import answer_counts
 from rag.eval.runs.results import LEVELS, QuestionResult
 from rag.retrieval.trace import Candidate, FallbackAction, Trace
 
