@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rag.answer.result import Answer, AnswerSentence, Citation, DraftRejection, Outcome, SentenceKind
@@ -149,3 +151,17 @@ def test_retrieval_only_runs_have_no_answer_figures():
     questions = [q("a", kind="retrieval", key_facts=2, citations_on_gold=0, gold_spans=1, gold_spans_cited=0)]
     s = summarize(questions)["answer_quality"]
     assert s["key_fact_recall"] is None and s["citation_recall"] is None and s["citation_precision"] is None
+
+
+def test_key_facts_round_trip_and_are_checked():
+    from rag.errors import GoldSetError
+    from rag.eval.gold.goldset import parse_goldset, parse_item
+
+    line = '{"id": "q", "question": "Cap?", "key_facts": ["USD 320", "director"]}'
+    item = parse_item(line)
+    assert item.key_facts == ("USD 320", "director")
+    assert parse_goldset([json.dumps(item.to_dict())]).items[0].key_facts == item.key_facts
+    with pytest.raises(GoldSetError, match="key_facts"):
+        parse_item('{"id": "q", "question": "Cap?", "key_facts": "USD 320"}')
+    with pytest.raises(GoldSetError, match="key_facts"):
+        parse_item('{"id": "q", "question": "Cap?", "should_refuse": true, "key_facts": ["x"]}')
