@@ -14,6 +14,7 @@ from rag.views.chat import (
     answer_markdown,
     conversation_labels,
     evidence_cards,
+    fallback_note,
     footnotes,
     unscored_note,
 )
@@ -85,6 +86,8 @@ def _turn(turn) -> None:
             _cards(trace.evidence())
         _outcome(turn.answer)
         if note := unscored_note(trace):
+            st.caption(md_escape(note))
+        if note := fallback_note(turn.answer):
             st.caption(md_escape(note))
         if not turn.answer.refused:
             _sources(turn)

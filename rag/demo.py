@@ -11,6 +11,9 @@ from rag.ingest.safety import SUPPORTED_EXTENSIONS
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
 DEMO_KB = "demo"
+# the demo gold set: settings may be chosen on the tune split; the test split is report-only
+DEMO_GOLD_TUNE = DEMO_DIR / "gold-tune.jsonl"
+DEMO_GOLD_TEST = DEMO_DIR / "gold-test.jsonl"
 
 
 def demo_files() -> list[Path]:

@@ -153,12 +153,17 @@ def guarded(call: Callable[[], T]) -> T:
 def stream_chat_text(llm: LLM, messages: Sequence[ChatMessage]) -> Iterator[str]:
     """Text deltas of a streamed chat reply."""
     stream = guarded(lambda: llm.stream_chat(list(messages)))
-    while True:
-        response = guarded(lambda: next(stream, None))
-        if response is None:
-            return
-        if response.delta:
-            yield response.delta
+    try:
+        while True:
+            response = guarded(lambda: next(stream, None))
+            if response is None:
+                return
+            if response.delta:
+                yield response.delta
+    finally:  # a draft abandoned mid-stream must release the connection to the server now
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
 
 
 def complete_json(llm: LLM, prompt: str, schema_keys: Sequence[str]) -> dict[str, Any]:

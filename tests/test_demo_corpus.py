@@ -11,6 +11,7 @@ import pytest
 
 from rag.eval.gold.anchoring import anchor_goldset, relevant_chunk_ids
 from rag.eval.gold.goldset import load_goldset
+from rag.eval.metrics import contains_answer
 from rag.ingest.chunking import chunk_document
 from rag.ingest.parsers import parse_file
 from rag.records import ChunkRecord, ParsedDocument
@@ -35,7 +36,12 @@ def parsed() -> dict[str, ParsedDocument]:
 
 @pytest.fixture(scope="module")
 def gold():
-    return load_goldset(DEMO / "gold.jsonl")
+    return load_goldset(DEMO / "gold-tune.jsonl")
+
+
+@pytest.fixture(scope="module", params=["gold-tune.jsonl", "gold-test.jsonl"])
+def split(request):
+    return load_goldset(DEMO / request.param)
 
 
 def test_every_document_parses_with_its_format(parsed):
@@ -74,15 +80,36 @@ def test_gold_set_shape(gold):
     assert {p.page for item in answerable for p in item.relevant if p.doc == "travel_policy.pdf"} >= {1, 2, 3, 4}
 
 
-def test_every_quote_anchors_in_the_parsed_documents(gold, parsed):
-    anchored = anchor_goldset(gold, parsed)  # raises on a missing quote, document or wrong page
+def test_test_split_is_new_and_covers_the_hard_shapes(gold):
+    test = load_goldset(DEMO / "gold-test.jsonl")
+    answerable = test.answerable()
+    assert len(answerable) >= 20
+    assert not {i.question for i in test.items} & {i.question for i in gold.items}
+    assert not {i.id for i in test.items} & {i.id for i in gold.items}
+    for tag, least in (("compound", 5), ("list", 8), ("zh", 5), ("table", 3)):
+        assert sum(tag in i.tags for i in answerable) >= least, tag
+    assert len(test.refusals()) >= 3
+
+
+def test_every_key_fact_is_in_a_relevant_quote(split):
+    """A key fact no labelled passage holds could never be found by an extractive answer."""
+    answerable = split.answerable()
+    assert all(item.key_facts for item in answerable)
+    for item in answerable:
+        quotes = " ".join(p.quote for p in item.relevant)
+        for fact in item.key_facts:
+            assert contains_answer(quotes, fact), (item.id, fact)
+
+
+def test_every_quote_anchors_in_the_parsed_documents(split, parsed):
+    anchored = anchor_goldset(split, parsed)  # raises on a missing quote, document or wrong page
     for item in anchored.items:
         for passage in item.relevant + item.hard_negatives:
             assert passage.start is not None and passage.end is not None, item.id
 
 
 @pytest.mark.parametrize(("size", "overlap"), [(800, 120), (300, 50)])
-def test_every_answerable_question_has_relevant_chunks(gold, parsed, size, overlap):
+def test_every_answerable_question_has_relevant_chunks(split, parsed, size, overlap):
     chunks = []
     for name, doc in parsed.items():
         for s in chunk_document(doc, chunk_size=size, overlap=overlap):
@@ -91,7 +118,7 @@ def test_every_answerable_question_has_relevant_chunks(gold, parsed, size, overl
                     f"{name}:1:{s.page}:{s.idx}", name, 1, s.page, s.idx, s.start, s.end, s.heading_path, s.text, name
                 )
             )
-    anchored = anchor_goldset(gold, parsed)
+    anchored = anchor_goldset(split, parsed)
     for item in anchored.answerable():
         found = relevant_chunk_ids(item, chunks)
         assert {cid.split(":")[0] for cid in found} == set(item.expected_docs), item.id

@@ -268,13 +268,13 @@ def _cli(home, *args):
 def test_cli_eval_run_on_demo_gold_set_and_compare(tmp_path):
     home = tmp_path / "home"
     csv_path = tmp_path / "run.csv"
-    out = _cli(home, "eval", "run", "data/demo/gold.jsonl", "--kb", "demo", "--no-answers", "--csv", str(csv_path))
+    out = _cli(home, "eval", "run", "data/demo/gold-tune.jsonl", "--kb", "demo", "--no-answers", "--csv", str(csv_path))
     assert out.returncode == 0, out.stderr
     for text in ("chunk level", "doc level", "evidence", "refusal", "run id:"):
         assert text in out.stdout
     run_id = out.stdout.rsplit("run id: ", 1)[1].split()[0]
-    assert len(list(csv.DictReader(csv_path.open()))) == len(load_goldset(ROOT / "data/demo/gold.jsonl"))
-    demo = ["data/demo/gold.jsonl", "--kb", "demo", "--no-answers"]
+    assert len(list(csv.DictReader(csv_path.open()))) == len(load_goldset(ROOT / "data/demo/gold-tune.jsonl"))
+    demo = ["data/demo/gold-tune.jsonl", "--kb", "demo", "--no-answers"]
     again = _cli(home, "eval", "run", *demo, "--limit", "5", "--config", "top_n=2")
     assert again.returncode == 0, again.stderr
     other = again.stdout.rsplit("run id: ", 1)[1].split()[0]

@@ -68,20 +68,38 @@ def test_bad_draft_is_corrected_naming_the_bad_citation(evidence, embed):
     assert "rejected" in correction and "[5] is not an evidence number" in correction
 
 
-def test_three_bad_drafts_end_in_refusal_with_structured_warnings(evidence, embed):
-    answer, llm = ask(
-        evidence,
-        embed,
-        "Refunds are accepted within 30 days of purchase [1].",
-        'The policy says "no questions asked" [1].',
-        "Refunds are always approved.",
+BAD_DRAFTS = (
+    "Refunds are accepted within 30 days of purchase [1].",
+    'The policy says "no questions asked" [1].',
+    "Refunds are always approved.",
+)
+
+
+def test_three_bad_drafts_fall_back_to_the_labelled_extractive_answer(evidence, embed):
+    """Every draft failed but the evidence answers the question: the user gets the evidence
+    sentence itself, validated, labelled as the extractive fallback, not a refusal."""
+    answer, llm = ask(evidence, embed, *BAD_DRAFTS)
+    assert not answer.refused and len(llm.prompts) == 3
+    assert answer.text == "Customers may request a refund within 7 days of purchase. [1]"
+    assert all(s.verified for s in answer.sentences) and answer.citations[0].quote in evidence[0].text
+    assert (
+        answer.generator.backend == "extractive"
+        and "fallback: no scripted:scripted draft passed" in answer.generator.model
     )
+    [fallback] = [w for w in answer.warnings if w.code is IssueCode.EXTRACTIVE_FALLBACK]
+    assert "after 3 attempts" in fallback.message and "extractive answer" in fallback.message
+    assert [r.attempt for r in answer.drafts_rejected] == [1, 2, 3]  # the failures stay on record
+    assert {i.code for i in answer.drafts_rejected[0].issues} == {IssueCode.NUMBER_MISMATCH}
+    assert {i.code for i in answer.drafts_rejected[1].issues} >= {IssueCode.QUOTE_NOT_FOUND}
+
+
+def test_three_bad_drafts_end_in_refusal_when_no_evidence_sentence_answers(evidence, embed):
+    llm = ScriptedLLM(list(BAD_DRAFTS))
+    answer = answer_question("What is the boiling point of nitrogen on Mars?", evidence, SCRIPTED, embed, llm=llm)
     assert answer.refused and answer.text == REFUSAL_TEXT and answer.sentences == [] and answer.citations == []
     assert [r.attempt for r in answer.drafts_rejected] == [1, 2, 3] and len(llm.prompts) == 3
     assert "after 3 attempts" in answer.refusal_reason
     assert IssueCode.UNCITED in {w.code for w in answer.warnings}
-    assert {i.code for i in answer.drafts_rejected[0].issues} == {IssueCode.NUMBER_MISMATCH}
-    assert {i.code for i in answer.drafts_rejected[1].issues} >= {IssueCode.QUOTE_NOT_FOUND}
 
 
 def test_prompt_injection_obeyed_by_the_llm_is_never_shown(evidence, embed):
@@ -89,7 +107,9 @@ def test_prompt_injection_obeyed_by_the_llm_is_never_shown(evidence, embed):
     events = list(stream_answer(QUESTION, evidence, SCRIPTED, embed, llm=ScriptedLLM(obeying)))
     shown = [e.sentence.raw for e in events if e.kind is EventKind.SENTENCE]
     final = events[-1].answer
-    assert shown == [] and final.refused and "42" not in final.text
+    assert "42" not in final.text and not any("42" in s for s in shown)
+    assert final.generator.backend == "extractive"  # the labelled fallback: evidence sentences only
+    assert final.text == "Customers may request a refund within 7 days of purchase. [1]"
     assert any(w.code is IssueCode.INJECTION and w.n == 3 for w in final.warnings)
 
 
@@ -218,3 +238,12 @@ def test_openai_compatible_endpoint(evidence, embed):
     assert answer.generator.backend == "openai" and answer.generator.model == "local-model"
     sent = _FakeOpenAI.requests[-1]
     assert sent["model"] == "local-model" and sent["stream"] is True and sent["messages"][0]["role"] == "system"
+
+
+def test_the_chat_view_labels_the_extractive_fallback(evidence, embed):
+    from rag.views.chat import fallback_note
+
+    answer, _ = ask(evidence, embed, *BAD_DRAFTS)
+    assert fallback_note(answer).startswith("Extractive answer: the model's drafts did not pass")
+    good, _ = ask(evidence, embed, GOOD)
+    assert fallback_note(good) == ""

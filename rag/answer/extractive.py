@@ -1,10 +1,15 @@
 """The default generator: no LLM, the answer is the evidence sentences that best answer the question.
 
-Each evidence sentence is scored against the question (question-term coverage blended
-with embedding cosine). The best few, verbatim, each followed by its [n], form the answer
-in reading order: documents by relevance, sentences in document order. Nothing is added
-but the citation markers and the spaces or line breaks between sentences (line wraps
-inside a sentence become single spaces).
+The question is split into its parts (``question.py``: "What is the cap, and who approves
+exceptions?" has two). For each part every evidence sentence is scored (term coverage blended
+with embedding cosine, lowered when the part asks for a figure the sentence lacks or the
+sentence is in the other language), and the best one answers the part. A lead-in that
+introduces a list ("... must not exceed the cap for the city tier:") never answers: the list
+item holding the figure does. A part no sentence answers well enough gets a fixed gap sentence
+naming it ("The documents do not answer this part of the question: ..."), never invented text.
+
+Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") are
+dropped and line wraps inside a sentence become single spaces.
 """
 
 from __future__ import annotations
@@ -18,16 +23,24 @@ from llama_index.core.llms import LLM
 from rag.answer import lexical
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
-from rag.answer.sentences import CJK_RE, Segment
+from rag.answer.question import QuestionPart, has_date, missing_names, outside_range, question_parts
+from rag.answer.sentences import CJK_RE, Segment, is_cjk
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import Settings
 from rag.retrieval.trace import ModelLabel
 
-MAX_SENTENCES = 3
-MIN_SCORE = 0.3  # below this the best sentence does not answer the question: no answer
-RELATIVE_CUT = 0.8  # further sentences must score at least this share of the best one
+MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
+MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an earlier part is answered
+MIN_COVERAGE = 0.2  # a sentence holding under a fifth of the part's terms does not answer it
+COMPLEMENT_CUT = 0.95  # a second sentence for a part must score this share of the best one
+PREFIX_MATCH = 6  # English words sharing this many first letters (and nearly the same length)
+MAX_SUFFIX_GAP = 2  # ... count as the same term
+NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sentence holds no number
+OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
+OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
+_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
 _CJK_TERMINAL = ("。", "！", "？", "」", "』", "）")
 _TERMINAL = (".", "!", "?", '"', "”", ")", *_CJK_TERMINAL)
 
@@ -37,6 +50,29 @@ class Pick:
     n: int  # 1-based evidence number
     segment: Segment  # offsets inside the chunk text
     score: float
+    terms: frozenset[str] = frozenset()  # the question part's terms it holds
+    coverage: float = 1.0  # their share of the part's terms
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A part of the question that no evidence sentence answers."""
+
+    part: str
+    cjk: bool
+
+    def sentence(self) -> str:
+        """A fixed gap statement (the validator's GAP kind: no numbers, no quotes)."""
+        named = self.part.rstrip("?？。. ")
+        if lexical.numbers(named) or '"' in named or "“" in named:
+            return (
+                "文档没有提及问题的这一部分。" if self.cjk else "The documents do not answer one part of the question."
+            )
+        return (
+            f"文档没有提及：{named}。"
+            if self.cjk
+            else f"The documents do not answer this part of the question: {named}."
+        )
 
 
 @register("extractive")
@@ -55,76 +91,147 @@ class ExtractiveGenerator(Generator):
             yield compose(picks)
 
 
-def score_sentences(question: str, index: EvidenceIndex) -> list[Pick]:
-    """Every usable evidence sentence with its score against the question."""
-    q_tokens = lexical.content_tokens(question)
-    q_vec = index.vector(question)
+def score_for_part(part: QuestionPart, index: EvidenceIndex) -> list[Pick]:
+    """Every usable evidence sentence scored against one part of the question: term coverage
+    (a list item counts the terms of the lead-in that introduces it) blended with embedding
+    cosine, lowered when the part asks for a figure the sentence lacks (``NO_FIGURE_FACTOR``)
+    or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
+    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``)."""
+    q_vec = index.vector(part.text)
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n)
+        leads = lead_ins(chunk.segments)
         for i, seg in enumerate(chunk.segments):
-            lex = lexical.coverage(q_tokens, seg.text, chunk.tokens[i])
-            if q_vec is None or vecs is None:
-                score = lex
-            else:
-                score = W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)
-            picks.append(Pick(n, seg, round(score, 4)))
+            tokens, text = chunk.tokens[i], seg.text
+            if i in leads:
+                tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
+            terms = matched_terms(part.tokens, text, tokens)
+            lex = len(terms) / len(part.tokens) if part.tokens else 0.0
+            score = (
+                lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)
+            )
+            body = list_body(seg.text)
+            if (part.wants_figure and not lexical.numbers(body)) or (part.wants_date and not has_date(body)):
+                score *= NO_FIGURE_FACTOR
+            if part.cjk != is_cjk(body):
+                score *= OTHER_LANGUAGE_FACTOR
+            if outside_range(part.amounts, body):
+                score *= OUT_OF_RANGE_FACTOR
+            picks.append(Pick(n, seg, round(score, 4), terms, lex))
     return picks
 
 
-def select_sentences(request: DraftRequest) -> list[Pick]:
-    """The best-scoring answer-like sentences, deduplicated, in reading order."""
-    rejected = {lexical.normalize(strip_citations(i.sentence)) for _, issues in request.previous for i in issues}
-    ranked = sorted(score_sentences(request.question, request.index), key=lambda p: -p.score)
-    ranked = [p for p in ranked if _answer_like(p.segment.text) and lexical.normalize(p.segment.text) not in rejected]
-    if not ranked or ranked[0].score < MIN_SCORE:
-        return []
-    cut = max(MIN_SCORE, RELATIVE_CUT * ranked[0].score)
-    chosen: list[Pick] = []
-    seen: list[str] = []
-    for pick in ranked:
-        norm = lexical.normalize(pick.segment.text)
-        if pick.score < cut or len(chosen) == MAX_SENTENCES:
-            break
-        if any(norm in s or s in norm for s in seen):  # overlapping chunks repeat sentences
+def lead_ins(segments: list[Segment]) -> dict[int, int]:
+    """``{list item index: index of the lead-in sentence ("...:") that introduces its list}``."""
+    out: dict[int, int] = {}
+    for i, seg in enumerate(segments):
+        j = i - 1
+        if not _LIST_MARKER_RE.match(seg.text):
             continue
-        chosen.append(pick)
-        seen.append(norm)
-    return _reading_order(chosen, request)
+        while j >= 0 and _LIST_MARKER_RE.match(segments[j].text):
+            j -= 1
+        if j >= 0 and segments[j].text.rstrip().endswith((":", "：")):
+            out[i] = j
+    return out
+
+
+def matched_terms(tokens: frozenset[str], text: str, span_tokens: set[str]) -> frozenset[str]:
+    """The part's terms found in the span (``lexical.coverage``'s rule), where an English word
+    also matches one sharing its first ``PREFIX_MATCH`` letters and differing in length by at
+    most ``MAX_SUFFIX_GAP`` ("approve" ~ "approval", but not "exception" ~ "except")."""
+    prefixes: dict[str, list[int]] = {}
+    for t in span_tokens:
+        if len(t) >= PREFIX_MATCH and t.isascii():
+            prefixes.setdefault(t[:PREFIX_MATCH], []).append(len(t))
+
+    def hit(t: str) -> bool:
+        if lexical.coverage({t}, text, span_tokens):
+            return True
+        return any(abs(len(t) - k) <= MAX_SUFFIX_GAP for k in prefixes.get(t[:PREFIX_MATCH], ()))
+
+    return frozenset(t for t in tokens if hit(t))
+
+
+def select_sentences(request: DraftRequest) -> list[Pick | Gap]:
+    """For each part of the question its best answer-like sentence (plus a complement, see
+    :func:`_answer_part`), or a ``Gap`` when the evidence does not answer it; nothing when no part
+    is answered. Parts keep the question's order. Once a part is answered the topic is set, and
+    a later part needs only ``MIN_SCORE_FOLLOW_UP``."""
+    rejected = {lexical.normalize(strip_citations(i.sentence)) for _, issues in request.previous for i in issues}
+    known = " ".join(c.text for c in request.evidence).casefold()
+    out: list[Pick | Gap] = []
+    seen: list[str] = []
+    for part in question_parts(request.question):
+        answered = any(isinstance(p, Pick) for p in out)
+        floor = MIN_SCORE_FOLLOW_UP if answered else MIN_SCORE
+        picks = [] if missing_names(part, known) else _answer_part(part, request, rejected, floor)
+        if not picks:
+            out.append(Gap(part.text, part.cjk))
+        for pick in picks:
+            norm = lexical.normalize(list_body(pick.segment.text))
+            if not any(norm in s or s in norm for s in seen):  # two parts answered by one sentence
+                out.append(pick)
+                seen.append(norm)
+    return out if any(isinstance(p, Pick) for p in out) else []
+
+
+def _answer_part(part: QuestionPart, request: DraftRequest, rejected: set[str], floor: float) -> list[Pick]:
+    """The best sentence for ``part`` when it scores ``floor`` and holds ``MIN_COVERAGE`` of the
+    part's terms; a second one when it scores ``COMPLEMENT_CUT`` of the best and holds a term
+    the best lacks (the question's focus was in the other sentence)."""
+    ranked = sorted(score_for_part(part, request.index), key=lambda p: -p.score)
+    usable = [
+        p
+        for p in ranked
+        if _answer_like(p.segment.text)
+        and p.coverage >= MIN_COVERAGE
+        and lexical.normalize(p.segment.text) not in rejected
+    ]
+    if not usable or usable[0].score < floor:
+        return []
+    best = usable[0]
+    for other in usable[1:]:
+        if other.score < COMPLEMENT_CUT * best.score:
+            break
+        if other.terms - best.terms and other.n == best.n:
+            return [best, other]
+    return [best]
 
 
 def _answer_like(text: str) -> bool:
+    """Long enough to state something, and not a lead-in ("... for the city tier:") whose
+    answer is in the list that follows it."""
+    if text.rstrip().endswith((":", "：")) or text.lstrip().startswith("#"):
+        return False
     cjk = len(CJK_RE.findall(text))
     return cjk >= MIN_CJK_CHARS if cjk else len(text.split()) >= MIN_WORDS
 
 
-def _reading_order(picks: list[Pick], request: DraftRequest) -> list[Pick]:
-    """Documents in order of their best sentence; sentences in document order."""
-    doc_of = {p.n: request.evidence[p.n - 1].doc_id for p in picks}
-    doc_rank: dict[str, int] = {}
-    for p in picks:
-        doc_rank.setdefault(doc_of[p.n], len(doc_rank))
-
-    def key(p: Pick) -> tuple[int, int]:
-        return doc_rank[doc_of[p.n]], request.evidence[p.n - 1].char_start + p.segment.start
-
-    return sorted(picks, key=key)
+def list_body(text: str) -> str:
+    """``text`` without a leading list marker ("1. ", "- ", "• ", "2) ")."""
+    return _LIST_MARKER_RE.sub("", text, count=1)
 
 
-def compose(picks: list[Pick]) -> str:
-    """Sentences verbatim, each followed by its [n], joined by a space (none after CJK) or a line break.
+def compose(picks: list[Pick | Gap]) -> str:
+    """Sentences verbatim (list markers dropped), each followed by its [n], joined by a space (none
+    after CJK) or a line break; a part the evidence does not answer is named in a gap sentence.
 
     Line wraps inside a sentence (PDF text) become single spaces, and the source's own
     bracketed numbers ("as shown in [3]") are Markdown-escaped so they are not read as citations.
     """
     out, prev = "", ""
     for pick in picks:
-        text = _SOURCE_REF_RE.sub(r"\\[\1\\]", " ".join(pick.segment.text.split()))
+        if isinstance(pick, Gap):
+            text, mark = pick.sentence(), ""
+        else:
+            text = _SOURCE_REF_RE.sub(r"\\[\1\\]", " ".join(list_body(pick.segment.text).split()))
+            mark = f"[{pick.n}]" if text.endswith(_CJK_TERMINAL) else f" [{pick.n}]"
         if prev:
             if not prev.endswith(_TERMINAL):
                 out += "\n"
             elif not prev.endswith(_CJK_TERMINAL):
                 out += " "
-        out += text + (f"[{pick.n}]" if text.endswith(_CJK_TERMINAL) else f" [{pick.n}]")
+        out += text + mark
         prev = text
     return out

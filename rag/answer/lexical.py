@@ -110,3 +110,15 @@ def _cjk_number(run: str) -> str:
 def has_negation(text: str) -> bool:
     words = set(re.findall(r"[a-z]+(?:['’][a-z]+)?", text.lower().replace("’", "'")))
     return bool(words & _NEGATIONS) or any(n in text for n in _CJK_NEGATIONS)
+
+
+_CJK_NEGATION_RE = re.compile(r"不|未|没|无(?!线)|非(?!常)|勿|别(?=[^人处的])")
+
+
+def negation_count(text: str) -> int:
+    """How many negation cues ``text`` holds: English negation words, and CJK negation characters
+    (不, 未, 没, 无, 非, 勿, 别; so 无需, 不超过, 不得 each count). A sentence whose count differs
+    from its support's flips a negation, even when both hold one ("无需批准，不超过 300 元" against
+    "须批准，不超过 300 元")."""
+    words = re.findall(r"[a-z]+(?:['’][a-z]+)?", text.lower().replace("’", "'"))
+    return sum(1 for w in words if w in _NEGATIONS) + len(_CJK_NEGATION_RE.findall(text))

@@ -34,7 +34,7 @@ from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
 from rag.limits import check_query
 from rag.retrieval.fallback import REFUSAL_TEXT  # the one refusal text (weak evidence or failed validation)
-from rag.retrieval.trace import Candidate
+from rag.retrieval.trace import Candidate, ModelLabel
 
 MAX_CORRECTIONS = 2  # retries after the first draft
 STOP_AFTER_FAILED = 2  # failed sentences after which a draft is abandoned mid-stream
@@ -134,7 +134,38 @@ def _attempts(
         request.previous.append((attempt.draft, attempt.issues))
         yield AnswerEvent(EventKind.REJECTED, attempt=number, issues=attempt.issues)
     reason = f"No draft passed citation checks after {answer.attempts} attempts: {_summary(attempt.issues)}."
+    if gen.name != "extractive":
+        accepted = yield from _extractive_fallback(request, validator, answer, clock, reason)
+        if accepted:
+            return
     _refuse(answer, reason, attempt.issues)
+
+
+def _extractive_fallback(
+    request: DraftRequest, validator: CitationValidator, answer: Answer, clock: _Clock, reason: str
+) -> Gen[AnswerEvent, None, bool]:
+    """Every draft failed, but retrieval judged the evidence strong enough to answer: show the
+    extractive answer (evidence sentences verbatim, validated like any draft), labelled as such,
+    instead of refusing. Fail closed on unverified text, not on the user. False when the
+    extractive answer does not pass either (then the refusal stands)."""
+    from rag.answer.extractive import ExtractiveGenerator
+
+    extractive = ExtractiveGenerator()
+    retry = DraftRequest(request.question, request.evidence, request.index, attempt=answer.attempts + 1)
+    attempt = yield from _run_attempt(extractive, retry, validator, clock)
+    if attempt.issues or not attempt.has_claim:
+        yield AnswerEvent(EventKind.REJECTED, attempt=retry.attempt, issues=attempt.issues)
+        return False
+    _accept(answer, attempt, request.evidence)
+    drafted = f"{answer.generator.backend}:{answer.generator.model}"
+    answer.generator = ModelLabel(
+        backend="extractive",
+        model=f"evidence-sentences (fallback: no {drafted} draft passed)",
+        note=f"fallback: no {drafted} draft passed citation checks",
+    )
+    msg = f"{reason} Shown instead: the evidence sentences themselves (extractive answer), each checked like a draft."
+    answer.warnings = [*answer.warnings, Issue(IssueCode.EXTRACTIVE_FALLBACK, msg)]
+    return True
 
 
 def _run_attempt(

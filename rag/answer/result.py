@@ -26,6 +26,9 @@ class IssueCode(StrEnum):
     NO_ANSWER = "no_answer"  # the draft holds no cited claim (the generator declined)
     NO_EVIDENCE = "no_evidence"  # nothing to answer from
     INJECTION = "injection"  # evidence contains instruction-like text (warning only)
+    EXTRACTIVE_FALLBACK = (
+        "extractive_fallback"  # no drafted answer passed; the evidence sentences are shown (warning only)
+    )
 
 
 class Outcome(StrEnum):

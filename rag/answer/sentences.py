@@ -24,6 +24,7 @@ _LINE_RE = re.compile(r"\n")
 _BULLET_LINE_RE = re.compile(r"\n(?=[ \t]*(?:[-*•#>]|\d+[.)])\s)")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr no fig approx cf al inc ltd co st jr sr p pp".split())
 _WORD_BEFORE_RE = re.compile(r"([A-Za-z.]+)$")
+_INITIALISM_RE = re.compile(r"(?:^|\.)[A-Za-z]\.[A-Za-z]$")
 _LIST_NUMBER_RE = re.compile(r"(?:^|\n)[ \t]*\d+$")
 
 
@@ -76,6 +77,8 @@ def _is_false_stop(text: str, pos: int) -> bool:
     before = text[:pos]
     word = _WORD_BEFORE_RE.search(before)
     if word and (word.group(1).lower().rstrip(".") in _ABBREVIATIONS or len(word.group(1)) == 1):
+        return True
+    if word and _INITIALISM_RE.search(word.group(1)):  # "U.S." and "U.K." end no sentence
         return True
     return bool(_LIST_NUMBER_RE.search(before))
 

@@ -95,7 +95,7 @@ class EvidenceIndex:
             return SupportScore(0.0, 0.0, None, missing, True, 0, 0)
         best = max(self._spans(claim, claim_tokens, n), key=lambda s: s[0])
         _, sim, lex, cos, start, end = best
-        negation_ok = lexical.has_negation(claim) == lexical.has_negation(chunk.text[start:end])
+        negation_ok = lexical.negation_count(claim) == lexical.negation_count(chunk.text[start:end])
         return SupportScore(round(sim, 4), round(lex, 4), cos, missing, negation_ok, start, end)
 
     def _spans(self, claim: str, claim_tokens: set[str], n: int):

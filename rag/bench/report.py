@@ -84,7 +84,8 @@ python -m rag bench beir rgb-zh --split test --kb beir-rgb-zh
 RAG_HOME=$RAG_HOME/bench python -m rag eval import-beir rgb-zh --kb beir-rgb-zh --split test --out $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl
 RAG_HOME=$RAG_HOME/bench python -m rag eval run $RAG_HOME/bench/goldsets/beir-rgb-zh/rgb-zh-test.jsonl --kb beir-rgb-zh
 python -m rag report --only rgb-zh --out /tmp/rgb.md   # the positives-removed refusal run needs per-question filters
-python -m rag eval run data/demo/gold.jsonl --kb demo
+python -m rag eval run data/demo/gold-tune.jsonl --kb demo
+python -m rag eval run data/demo/gold-test.jsonl --kb demo
 ```"""
 
 
@@ -156,19 +157,35 @@ right behaviour is to refuse. Counted by what the user is shown (refusal or ques
 
 
 def demo(settings: Settings) -> str:
-    from rag.demo import DEMO_DIR, ensure_demo_kb
-    from rag.eval.gold.goldset import load_goldset
+    from rag.demo import DEMO_GOLD_TEST, DEMO_GOLD_TUNE, ensure_demo_kb
 
     kb = ensure_demo_kb(settings)
-    gold = load_goldset(DEMO_DIR / "gold.jsonl")
-    run = sec.pipeline_run(kb, gold, settings, answers=True, label="demo gold set")
-    return f"""## Demo gold set (`data/demo/gold.jsonl`)
+    return "\n\n".join(
+        [
+            """## Demo gold set
 
-{len(gold)} questions written for this project over the 8 demo documents (Markdown, PDF, DOCX,
-PPTX, HTML, CSV, TXT; English and Chinese): {run.summary["answerable"]} answerable with labels
-anchored to character spans, {run.summary["should_refuse"]} that must be refused.
+Questions written for this project over the 8 demo documents (Markdown, PDF, DOCX, PPTX, HTML,
+CSV, TXT; English and Chinese), labels anchored to character spans, in two splits:
+`gold-tune.jsonl` (settings were chosen on it, so its figures flatter the pipeline) and
+`gold-test.jsonl` (new questions, many compound or with the answer inside a list or table;
+report only).""",
+            _demo_split(kb, DEMO_GOLD_TEST, "test", settings),
+            _demo_split(kb, DEMO_GOLD_TUNE, "tune", settings),
+        ]
+    )
+
+
+def _demo_split(kb, path: Path, split: str, settings: Settings) -> str:
+    from rag.eval.gold.goldset import load_goldset
+
+    gold = load_goldset(path)
+    run = sec.pipeline_run(kb, gold, settings, answers=True, label=f"demo gold set ({split})")
+    return f"""### {split} split (`data/demo/{path.name}`)
+
+{len(gold)} questions: {run.summary["answerable"]} answerable, {run.summary["should_refuse"]} that must be refused.
 
 {sec.pipeline_tables(run, ("chunk", "doc"))}
+{sec.quality_sentence(run)}
 {sec.refusal_sentence(run)} {sec.answer_sentence(run)} {sec.latency_sentence(run)}
 ({sec.run_ref(run, str(settings.home))})"""
 
@@ -185,9 +202,11 @@ def splits() -> str:
 | SciFact | train (809 queries) | choosing the offline reranker and fitting its weights and `rerank_threshold` ({how}) |
 | SciFact | test (300 queries) | the figures above only; nothing is tuned on it |
 | RGB-zh | test (the only split, 300 questions) | the figures above only; its thresholds are the ones chosen on SciFact train |
-| demo gold set | all 32 questions | the figures above only (a smoke test of the whole app, not a tuning set) |
+| demo gold set | tune (`gold-tune.jsonl`, 32 questions) | choosing `support_threshold` 0.54 (`python -m rag calibrate-support`), `evidence_min_score` 0.1, and confirming `rerank_threshold` 0.59 against 0.50; its figures above are therefore optimistic |
+| demo gold set | test (`gold-test.jsonl`) | the figures above only; nothing is tuned on it |
 
-No threshold, weight or setting in this report was picked by looking at a test split."""
+No threshold, weight or setting in this report was picked by looking at a test split; three were
+picked on the demo tune split, whose figures are reported beside the test split's for that reason."""
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -106,10 +106,23 @@ def refusal_sentence(run: EvalRun) -> str:
     return f"Refusal, judged by {source}: " + "; ".join(parts) + f"; accuracy {fmt(r['accuracy'])}."
 
 
+def quality_sentence(run: EvalRun) -> str:
+    """The answer metrics that can fail (rag.eval.runs.answer_quality)."""
+    q = run.summary.get("answer_quality", {})
+    return (
+        f"Answers: key-fact recall {fmt(q.get('key_fact_recall'))}, citation precision against gold spans "
+        f"{fmt(q.get('citation_precision'))} ({q.get('citations', 0)} citations), citation recall of grade-2 "
+        f"spans {fmt(q.get('citation_recall'))}, off-topic sentences {fmt(q.get('off_topic_share'))} "
+        f"({q.get('sentences', 0)} sentences); drafts rejected: first {fmt(q.get('rejection_rate_first'))}, "
+        f"all {fmt(q.get('rejection_rate_final'))} ({q.get('drafted', 0)} questions drafted)."
+    )
+
+
 def answer_sentence(run: EvalRun) -> str:
     c, a = run.summary["citations"], run.summary["answers"]
     return (
-        f"Citations: {c['valid']}/{c['shown']} shown citations validate ({fmt(c['validity'])}); "
+        f"Shown citations that passed validation (1.0 by construction: only validated answers are "
+        f"shown): {c['valid']}/{c['shown']}; "
         f"{c['answers_with_citations']}/{c['answers']} answers carry citations. Reference answers "
         f"({a['with_reference']} questions): contained in {fmt(a['contained'])} of answers, token recall "
         f"{fmt(a['token_recall'])}."

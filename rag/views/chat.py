@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rag.answer import Answer, AnswerEvent, Citation, EventKind
 from rag.answer.citations import CITATION_RE
+from rag.answer.result import IssueCode
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.trace import Candidate, FallbackAction
 from rag.views.highlight import Span, breadcrumb, excerpt_html, md_escape
@@ -158,3 +159,14 @@ def conversation_labels(order: list[str], turns) -> dict[str, str]:
         t = first.get(conv)
         labels[conv] = f"{preview(t.question, 60)} · {t.created_at[:16].replace('T', ' ')}" if t else conv
     return labels
+
+
+def fallback_note(answer: Answer) -> str:
+    """The label under an extractive answer shown because no drafted answer passed (empty otherwise)."""
+    found = [w for w in answer.warnings if w.code is IssueCode.EXTRACTIVE_FALLBACK]
+    return (
+        "Extractive answer: the model's drafts did not pass the citation checks, so these are the "
+        "evidence sentences themselves. " + found[0].message
+        if found and not answer.refused
+        else ""
+    )

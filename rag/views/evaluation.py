@@ -16,6 +16,14 @@ from rag.eval.runs.results import STAGES, EvalRun
 from rag.eval.runs.tables import TABLE_METRICS
 
 CHART_METRICS = ("recall@5", "mrr@10", "ndcg@10")
+QUALITY_HEADLINE = {  # shown first: answer figures that can fail (rag.eval.runs.answer_quality)
+    "key-fact recall": "key_fact_recall",
+    "citation precision": "citation_precision",
+    "citation recall": "citation_recall",
+    "off-topic sentences": "off_topic_share",
+    "drafts rejected (first)": "rejection_rate_first",
+    "drafts rejected (all)": "rejection_rate_final",
+}
 OVERRIDABLE = ("recall_k", "top_n", "rrf_k", "rerank_threshold", "reranker", "fallback", "rewrite")
 
 
@@ -51,8 +59,10 @@ def stage_table(run: EvalRun, level: str, metrics: Sequence[str] = TABLE_METRICS
 def headline(run: EvalRun) -> dict[str, Any]:
     """The few numbers shown as metrics at the top of a run."""
     s = run.summary
-    out = dict(run.headline())
-    out["citation validity"] = s.get("citations", {}).get("validity")
+    quality = s.get("answer_quality", {})
+    out: dict[str, Any] = {name: quality.get(key) for name, key in QUALITY_HEADLINE.items()}
+    out.update(run.headline())
+    out["shown citations that passed validation"] = s.get("citations", {}).get("validity")
     out["questions"] = s.get("questions")
     out["errors"] = s.get("errors")
     return out
@@ -72,12 +82,19 @@ def question_frame(run: EvalRun, level: str, metric: str = "ndcg@10") -> pd.Data
             "best_score": q.best_score,
             **{f"{metric} {s}": q.metric(metric, s, level) for s in STAGES},
             "citations": f"{q.citations_valid}/{q.citations_shown}" if q.citations_shown else "",
+            "key facts": f"{q.key_facts_found}/{q.key_facts}" if q.key_facts else "",
+            "citations on gold": _of(q.citations_on_gold, q.citations_shown),
+            "off-topic sentences": _of(q.sentences_off_topic, q.sentences_shown),
             "ms": q.latency_ms.get("wall"),
             "error": q.error,
             "trace_id": q.trace_id,
         }
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _of(part: int | None, whole: int) -> str:
+    return "" if part is None or not whole else f"{part}/{whole}"
 
 
 def delta_frame(cmp) -> pd.DataFrame:

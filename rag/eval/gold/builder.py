@@ -91,13 +91,13 @@ def save_uploaded_goldset(kb: KnowledgeBase, filename: str, data: bytes) -> tupl
 def goldset_paths(kb: KnowledgeBase, bundled: bool = False) -> list[Path]:
     """The knowledge base's gold-set files (``*.jsonl`` in :func:`goldsets_dir`), or the default
     ``gold.jsonl`` there (created by the first judgement) when there are none. With ``bundled``,
-    the demo gold set shipped in ``data/demo`` follows for the demo knowledge base (read it;
-    label into the files above)."""
-    from rag.demo import DEMO_DIR, DEMO_KB
+    the demo gold set shipped in ``data/demo`` (tune and test splits) follows for the demo
+    knowledge base (read it; label into the files above)."""
+    from rag.demo import DEMO_GOLD_TEST, DEMO_GOLD_TUNE, DEMO_KB
 
     found = sorted(goldsets_dir(kb).glob("*.jsonl")) or [goldsets_dir(kb) / "gold.jsonl"]
-    if bundled and kb.name == DEMO_KB and (DEMO_DIR / "gold.jsonl").exists():
-        found.append(DEMO_DIR / "gold.jsonl")
+    if bundled and kb.name == DEMO_KB:
+        found += [p for p in (DEMO_GOLD_TUNE, DEMO_GOLD_TEST) if p.exists()]
     return found
 
 

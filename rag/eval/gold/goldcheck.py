@@ -23,6 +23,7 @@ ITEM_KEYS = (
     "reference_answer",
     "tags",
     "meta",
+    "key_facts",
 )
 PASSAGE_KEYS = ("doc", "quote", "start", "end", "chunk_id", "grade", "page")
 
@@ -183,10 +184,16 @@ def check_item(obj: dict[str, Any], at: Where) -> dict[str, Any]:
         "reference_answer": _text(obj, "reference_answer", at),
         "tags": tuple(_strings(obj, "tags", at)),
         "meta": _meta(obj, at),
+        "key_facts": tuple(_strings(obj, "key_facts", at)),
     }
     if values["should_refuse"] and values["relevant"]:
         raise at.error(
             "field 'relevant': a question with \"should_refuse\": true cannot have relevant passages. "
             "Remove the passages or set should_refuse to false."
+        )
+    if values["should_refuse"] and values["key_facts"]:
+        raise at.error(
+            "field 'key_facts': a question with \"should_refuse\": true has no answer to hold key facts. "
+            "Remove key_facts or set should_refuse to false."
         )
     return values

@@ -5,7 +5,7 @@ A line looks like::
     {"id": "leave-1", "question": "How many days of annual leave do employees get?",
      "expected_docs": ["employee_handbook.md"],
      "relevant": [{"doc": "employee_handbook.md", "quote": "25 working days of paid annual leave", "grade": 2}],
-     "reference_answer": "25 working days", "tags": ["handbook"]}
+     "reference_answer": "25 working days", "key_facts": ["25 working days"], "tags": ["handbook"]}
 
 Evidence (``relevant``, ``hard_negatives``) is a list of passages, each one of:
 
@@ -77,6 +77,7 @@ class GoldItem:
     reference_answer: str = ""
     tags: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict, hash=False)
+    key_facts: tuple[str, ...] = ()  # short strings a correct answer contains ("USD 320", "director")
     line: int = field(default=0, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -95,6 +96,8 @@ class GoldItem:
             out["tags"] = list(self.tags)
         if self.meta:
             out["meta"] = self.meta
+        if self.key_facts:
+            out["key_facts"] = list(self.key_facts)
         return out
 
 

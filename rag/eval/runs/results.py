@@ -62,6 +62,16 @@ class QuestionResult:
     token_recall: float | None = None
     latency_ms: dict[str, float] = field(default_factory=dict)  # per stage, plus "answer" and "wall"
     error: str = ""
+    # answer metrics that can fail (rag.eval.runs.answer_quality): None where the labels cannot say
+    key_facts: int = 0  # key facts the gold item lists
+    key_facts_found: int = 0  # ... of which the shown answer holds
+    citations_on_gold: int | None = None  # shown citations falling on a relevant gold span
+    sentences_shown: int = 0  # claim sentences shown
+    sentences_off_topic: int | None = None  # ... citing no relevant gold span
+    gold_spans: int | None = None  # grade-2 relevant spans
+    gold_spans_cited: int | None = None  # ... cited by the shown answer
+    drafts: int = 0  # drafts the generator made
+    drafts_rejected: int = 0  # ... the validator rejected
 
     @property
     def refusal_correct(self) -> bool:

@@ -2,7 +2,7 @@
 
 The API the Evaluation page and the CLI use::
 
-    run = run_goldset(kb, "data/demo/gold.jsonl", settings, progress=lambda done, total, q: ...)
+    run = run_goldset(kb, "data/demo/gold-tune.jsonl", settings, progress=lambda done, total, q: ...)
     list_runs(kb) -> [RunInfo, ...]                  # newest first
     load_run(kb, run_id) -> EvalRun                  # id or unique prefix
     compare_runs(a, b, metric="ndcg@10", stage="evidence", level="auto") -> RunComparison

@@ -13,6 +13,7 @@ from rag.answer.result import Answer
 from rag.eval.gold.goldset import GoldItem
 from rag.eval.gold.labels import Labels
 from rag.eval.metrics import answer_match, contains_answer, ranking_metrics
+from rag.eval.runs.answer_quality import answer_counts
 from rag.eval.runs.results import LEVELS, QuestionResult
 from rag.retrieval.trace import Candidate, FallbackAction, Trace
 
@@ -107,6 +108,8 @@ def _add_answer(result: QuestionResult, item: GoldItem, answer: Answer) -> None:
     result.answer = answer.text
     result.citations_shown = len(shown)
     result.citations_valid = sum(1 for c in shown if c.valid)
+    for name, value in vars(answer_counts(item, answer)).items():
+        setattr(result, name, value)
     if item.reference_answer:
         answered = not answer.refused
         result.contained = answered and reference_contained(answer.text, item)

@@ -6,6 +6,8 @@
   did not error;
 * ``citations``: citations shown in answers, how many validate, and the pooled share;
 * ``answers``: over answerable questions with a reference answer: share contained, mean token recall;
+* ``answer_quality``: key-fact recall, citation precision and recall against gold spans,
+  off-topic share, validation failures (:mod:`rag.eval.runs.answer_quality`);
 * ``hard_negatives``: questions with a hard-negative chunk in the evidence;
 * ``latency_ms[stage]``: mean / p50 / p95 / max per stage over questions.
 """
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag.eval.metrics import latency_summary, mean, refusal_stats
+from rag.eval.runs.answer_quality import quality_summary
 from rag.eval.runs.results import LEVELS, STAGES, QuestionResult
 from rag.stages import TIMED_STAGES, TOTAL
 
@@ -34,6 +37,7 @@ def summarize(questions: Sequence[QuestionResult]) -> dict[str, Any]:
         "refusal": refusal_stats((q.should_refuse, q.refused) for q in ok).as_dict(),
         "citations": citation_summary(ok),
         "answers": answer_summary(answerable),
+        "answer_quality": quality_summary(ok),
         "hard_negatives": {
             "questions_with_hard_negatives_in_evidence": sum(1 for q in ok if q.hard_negatives_in_evidence)
         },

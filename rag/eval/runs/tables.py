@@ -67,11 +67,31 @@ def answer_line(run: EvalRun) -> str:
     if not run.answers:
         return "citations and answers: not run (--no-answers)"
     c, a = run.summary.get("citations", {}), run.summary.get("answers", {})
-    return (
-        f"citations: {c.get('valid', 0)}/{c.get('shown', 0)} shown citations validate ({fmt(c.get('validity'))}) · "
-        f"answers with a reference: {a.get('with_reference', 0)}, contained {fmt(a.get('contained'))}, "
-        f"token recall {fmt(a.get('token_recall'))}"
+    return "\n".join(
+        [
+            *quality_lines(run),
+            f"answers with a reference: {a.get('with_reference', 0)}, contained {fmt(a.get('contained'))}, "
+            f"token recall {fmt(a.get('token_recall'))}",
+            f"shown citations that passed validation: {c.get('valid', 0)}/{c.get('shown', 0)} "
+            f"({fmt(c.get('validity'))}; only validated answers are shown, so this is 1.000 by construction)",
+        ]
     )
+
+
+def quality_lines(run: EvalRun) -> list[str]:
+    """The answer metrics that can fail (rag.eval.runs.answer_quality), one figure per line."""
+    q = run.summary.get("answer_quality")
+    if not q:
+        return []
+    return [
+        f"key-fact recall {fmt(q.get('key_fact_recall'))} ({q.get('key_fact_questions', 0)} questions with key facts)",
+        f"citation precision {fmt(q.get('citation_precision'))} ({q.get('citations', 0)} shown citations "
+        f"against gold spans) · citation recall {fmt(q.get('citation_recall'))} (grade-2 spans cited, "
+        f"{q.get('gold_span_questions', 0)} questions)",
+        f"off-topic sentences {fmt(q.get('off_topic_share'))} ({q.get('sentences', 0)} shown sentences)",
+        f"validation failures: first draft rejected {fmt(q.get('rejection_rate_first'))}, every draft rejected "
+        f"{fmt(q.get('rejection_rate_final'))} ({q.get('drafted', 0)} questions drafted)",
+    ]
 
 
 def latency_rows(run: EvalRun) -> list[list[str]]:

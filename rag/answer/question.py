@@ -1,0 +1,144 @@
+"""What a question asks, for the extractive answerer: its parts, and whether it wants a figure.
+
+A compound question ("What is the cap in London, and who approves exceptions?",
+"餐费补贴和住宿标准分别是多少？") is split into parts, each answered on its own. Splitting is by
+rule, never by a model: English clauses joined by ", and" / "and" before a question word, several
+question sentences, and Chinese "A和B分别…" or clauses that each hold a question word. A piece
+with fewer than ``MIN_PART_TOKENS`` content tokens ("and by when?") stays with the part before it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rag.answer import lexical
+from rag.answer.sentences import is_cjk
+
+MIN_PART_TOKENS = 2
+_EN_JOIN_RE = re.compile(
+    r",?\s+and\s+(?=(?:who|whom|whose|what|when|where|which|how|why|is|are|can|does|do|may|must|should|"
+    r"above|below|until|if)\b)",
+    re.I,
+)
+_EN_QUESTION_END_RE = re.compile(r"(?<=\?)\s+")
+_ZH_QUESTION_WORD_RE = re.compile(r"多少|几|谁|什么|哪|何时|多久|多长|怎么|如何|吗|是否")
+_ZH_BOTH_RE = re.compile(r"^(?P<head>.*?的)?(?P<a>[^，,的]+?)(?:以及|和|与|及)(?P<b>[^，,]+?)(?P<tail>分别.*)$")
+_ZH_CLAUSE_RE = re.compile(r"(?<=[，；,;？?])")
+_FIGURE_EN_RE = re.compile(
+    r"\bhow (?:many|much|long|far|often|quickly|soon|old)\b|\bwhen\b|\bwhat (?:number|date|time|percentage)\b"
+    r"|\b(?:maximum|minimum|limit|cap|rate|amount|deadline|budget|timeout|allowance|per diem|stipend|length|"
+    r"headcount|price|cost|fee|number of)\b",
+    re.I,
+)
+_NUM = r"(\d{1,3}(?:,\d{3})+|\d{3,}(?:\.\d+)?)"  # amounts: 2,500 or 300 and up (not "5 days")
+_AMOUNT_RE = re.compile(_NUM)
+_CURRENCY = r"(?:USD|EUR|CAD|GBP|\$|€)?\s*"
+_LOWER_RE = re.compile(rf"(?:above|over|more than|exceeding|greater than|超过)\s*{_CURRENCY}{_NUM}", re.I)
+_UPPER_RE = re.compile(
+    rf"(?:up to|below|under|less than|at most|not exceeding|不超过)\s*{_CURRENCY}{_NUM}|{_NUM}\s*元?\s*(?:以下|以内)",
+    re.I,
+)
+_BETWEEN_RE = re.compile(rf"{_NUM}\s*元?\s*(?:至|到|-|–)\s*{_NUM}")
+_DATE_EN_RE = re.compile(r"\b(?:until|by|since) when\b|\bwhat date\b|\bwhen (?:will|did|was|is)\b", re.I)
+_DATE_ZH_RE = re.compile(r"何时|什么时候|哪天|哪一天|截止")
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_HAS_DATE_RE = re.compile(
+    rf"\b\d{{1,2}} (?:{_MONTHS})\b|\b(?:{_MONTHS}) \d{{1,2}}\b|\b(?:{_MONTHS}) \d{{4}}\b|\d{{4}}-\d{{2}}-\d{{2}}"
+    r"|\d+\s*月\s*\d+\s*日|\d{4}\s*年|\bQ[1-4] \d{4}\b",
+    re.I,
+)
+_NAME_RE = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]?[a-z]*|\d+\.\d+(?:\.\d+)*)\b")
+_NOT_NAMES = frozenset("what who when where which how why is are can does do may must should i".split())
+_FIGURE_ZH_RE = re.compile(r"多少|几|多久|多长|何时|什么时候|上限|下限|限额|标准|期限")
+
+
+@dataclass(frozen=True)
+class QuestionPart:
+    text: str
+    tokens: frozenset[str]  # content tokens (lexical.content_tokens)
+    wants_figure: bool  # asks for a number, amount, duration or date
+    cjk: bool
+    amounts: tuple[float, ...] = ()  # amounts the part names ("a USD 8,000 claim"), for range rules
+    wants_date: bool = False  # asks when / until when / by when
+    names: tuple[str, ...] = ()  # names and version numbers the part mentions ("Contoso", "6.0")
+
+
+def question_parts(question: str) -> list[QuestionPart]:
+    """The parts of ``question`` in order (one part when it is not compound)."""
+    pieces = _zh_pieces(question) if is_cjk(question) else _en_pieces(question)
+    merged: list[str] = []
+    for piece in pieces:
+        if merged and len(lexical.content_tokens(piece)) < MIN_PART_TOKENS:
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    return [_part(p) for p in merged] or [_part(question)]
+
+
+def _part(text: str) -> QuestionPart:
+    cjk = is_cjk(text)
+    figure = bool((_FIGURE_ZH_RE if cjk else _FIGURE_EN_RE).search(text))
+    amounts = tuple(float(m.replace(",", "")) for m in _AMOUNT_RE.findall(text))
+    date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
+    names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
+    return QuestionPart(text.strip(), frozenset(lexical.content_tokens(text)), figure, cjk, amounts, date, names)
+
+
+def has_date(text: str) -> bool:
+    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025")."""
+    return bool(_HAS_DATE_RE.search(text))
+
+
+def missing_names(part: QuestionPart, known: str) -> list[str]:
+    """Names and version numbers of ``part`` that the evidence (``known``, casefolded) never
+    mentions: the question is about something the documents do not cover ("Contoso", "6.0")."""
+    return [n for n in part.names if n.casefold() not in known]
+
+
+def outside_range(amounts: tuple[float, ...], text: str) -> bool:
+    """``text`` states a range ("above USD 2,500 and up to USD 10,000", "5,000 元以下") that none
+    of the question's ``amounts`` falls in: a rule for other cases than the one asked about."""
+    if not amounts:
+        return False
+    lows = _bounds(_LOWER_RE, text) + [_value(a) for a, _ in _BETWEEN_RE.findall(text)]
+    highs = _bounds(_UPPER_RE, text) + [_value(b) for _, b in _BETWEEN_RE.findall(text)]
+    if not lows and not highs:
+        return False
+    low, high = max(lows, default=float("-inf")), min(highs, default=float("inf"))
+    return not any(low <= a <= high for a in amounts)
+
+
+def _bounds(regex: re.Pattern[str], text: str) -> list[float]:
+    return [_value(next(g for g in m.groups() if g)) for m in regex.finditer(text)]
+
+
+def _value(raw: str) -> float:
+    return float(raw.replace(",", ""))
+
+
+def _en_pieces(question: str) -> list[str]:
+    out = []
+    for sentence in _EN_QUESTION_END_RE.split(question.strip()):
+        out += [p.strip(" ,") for p in _EN_JOIN_RE.split(sentence) if p.strip(" ,?")]
+    return out
+
+
+def _zh_pieces(question: str) -> list[str]:
+    both = _ZH_BOTH_RE.match(question.strip())
+    if both:
+        head, tail = both["head"] or "", both["tail"].replace("分别", "", 1)
+        return [f"{head}{both['a']}{tail}", f"{head}{both['b']}{tail}"]
+    clauses = [c for c in _ZH_CLAUSE_RE.split(question.strip()) if c.strip()]
+    asking = [c for c in clauses if _ZH_QUESTION_WORD_RE.search(c)]
+    if len(asking) < 2:
+        return [question.strip()]
+    out: list[str] = []
+    context = ""
+    for clause in clauses:  # a clause without a question word is context for the next one
+        if _ZH_QUESTION_WORD_RE.search(clause):
+            out.append(context + clause)
+            context = ""
+        else:
+            context += clause
+    return out

@@ -1,0 +1,128 @@
+"""The extractive answer addresses the question, on a tiny real knowledge base (real embedder,
+real Chroma, the Chat ask path): the list item over its lead-in, a compound question answered
+part by part, no off-topic sentence in the Chinese hotel-cap case."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answer.question import outside_range, question_parts
+from rag.ask import ask
+from rag.ingest.pipeline import UploadItem
+
+TRAVEL = b"""# Travel policy
+
+## Accommodation
+
+Book standard rooms in business hotels close to where you work. The nightly room rate,
+excluding taxes, must not exceed the cap for the city tier:
+
+- Tier A cities (New York, London, Tokyo): USD 320 per night.
+- Tier B cities (Boston, Dublin, Paris): USD 230 per night.
+- All other cities: USD 180 per night.
+
+Rates above the cap need your director's approval before booking, for example during a large
+trade fair. Staying with friends or family is welcome but is not compensated.
+
+## Meals
+
+Meals on business trips are covered by a daily per diem of USD 75 instead of receipts.
+"""
+
+EXPENSES_ZH = """# 费用报销制度
+
+## 一、总则
+
+1. 本制度适用于上海办公室的全体正式员工、试用期员工及实习生。
+2. 报销应当遵循真实、合理、节约的原则。
+
+## 三、报销标准
+
+### 3.2 出差餐费补贴
+
+出差期间按自然日发放餐费补贴，无需提供餐饮发票：
+
+- 北京、上海、广州、深圳等一线城市：每人每天 180 元；
+- 其他城市：每人每天 150 元。
+
+### 3.3 住宿标准
+
+1. 一线城市住宿费每晚不超过 600 元，其他城市每晚不超过 450 元。
+2. 超出标准的部分由员工个人承担。
+""".encode()
+
+
+@pytest.fixture(scope="module")
+def tiny_kb(tmp_path_factory, embedder):
+    from rag.config import Settings
+    from rag.kb import KnowledgeBase
+
+    home = tmp_path_factory.mktemp("focus")
+    settings = Settings.from_env(env={}, home=home).replace(rerank_threshold=0.0)
+    kb = KnowledgeBase("focus", settings, embedder)
+    kb.ingest([UploadItem("travel.md", TRAVEL), UploadItem("expenses_zh.md", EXPENSES_ZH)])
+    return kb
+
+
+def answer(kb, question: str):
+    turn, _ = ask(kb, question, kb.settings, None, conversation="t", persist=False)
+    assert not turn.answer.refused, turn.answer.refusal_reason
+    return turn.answer
+
+
+def test_the_list_item_is_chosen_over_its_lead_in(tiny_kb):
+    a = answer(tiny_kb, "What is the nightly hotel cap in London?")
+    assert "USD 320" in a.text
+    assert "must not exceed the cap for the city tier" not in a.text
+    assert len(a.sentences) == 1
+
+
+def test_a_compound_question_is_answered_part_by_part(tiny_kb):
+    a = answer(tiny_kb, "What is the nightly hotel cap in London, and who approves exceptions?")
+    texts = [s.text for s in a.sentences]
+    assert len(texts) == 2
+    assert "USD 320" in texts[0] and "director's approval" in texts[1]  # in the question's order
+    assert all(s.verified and s.citations for s in a.sentences)
+
+
+def test_a_part_the_documents_do_not_answer_is_named(tiny_kb):
+    a = answer(tiny_kb, "What is the nightly hotel cap in London, and what is the Zurich office's wifi password?")
+    assert "USD 320" in a.sentences[0].text
+    gap = a.sentences[-1]
+    assert gap.kind.value == "gap" and not gap.citations
+    assert "do not answer" in gap.text and "wifi password" in gap.text
+
+
+def test_the_chinese_hotel_cap_has_no_off_topic_sentence(tiny_kb):
+    a = answer(tiny_kb, "上海办公室员工在一线城市出差，住宿费每晚上限是多少？")
+    assert [s.text for s in a.sentences] == ["一线城市住宿费每晚不超过 600 元，其他城市每晚不超过 450 元。"]
+    assert "适用于" not in a.text and "180" not in a.text
+
+
+def test_a_chinese_compound_question_gets_both_figures(tiny_kb):
+    a = answer(tiny_kb, "一线城市出差的餐费补贴和住宿标准分别是多少？")
+    assert len(a.sentences) == 2
+    assert "180 元" in a.sentences[0].text and "600 元" in a.sentences[1].text
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        ("What is the nightly hotel cap in London, and who approves exceptions?", 2),
+        ("Which cloud region will host EU data residency, and by when?", 1),  # "by when" is too short alone
+        ("How many days of bereavement leave for a parent, and for other relatives?", 1),
+        ("一线城市出差的餐费补贴和住宿标准分别是多少？", 2),
+        ("上海办公室员工在一线城市出差，住宿费每晚上限是多少？", 1),
+        ("单笔报销需要谁审批，多少天内付款？", 2),
+    ],
+)
+def test_question_parts(question, parts):
+    assert len(question_parts(question)) == parts
+
+
+def test_an_amount_outside_a_rules_range_is_recognized():
+    assert outside_range((8000.0,), "Your line manager approves claims of up to USD 2,500.")
+    assert not outside_range((8000.0,), "Claims above USD 2,500 and up to USD 10,000 need approval from a director.")
+    assert not outside_range((8000.0,), "单笔报销金额在 5,000 元至 20,000 元之间的，由部门经理审批后，报财务经理审批；")
+    assert outside_range((8000.0,), "单笔报销金额超过 20,000 元的，须由总经理审批。")
+    assert not outside_range((), "Claims above USD 10,000 need approval from the CFO.")
