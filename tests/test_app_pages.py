@@ -199,10 +199,12 @@ def test_inspector_scores_tab_shows_fallback_decision(app_kb):
     turn = _last_turn(app_kb, UNANSWERABLE)
     at = start("inspector", kb="demo", turn=turn.id, tab="Scores & fallback")
     metrics = {m.label: m.value for m in at.metric}
-    turn_threshold = Settings.from_env().rerank_threshold
+    turn_threshold = Settings.from_env().answerable_threshold  # the answerability stage decided
     assert metrics["Decision"] in ("reject", "clarify") and metrics["Threshold"] == f"{turn_threshold:.3f}"
-    assert metrics["Margin"].startswith("-")
+    assert "P(answerable)" in metrics
     assert "Not answered" in texts(at.warning)
+    features = frame(at, "what it measures")
+    assert {"p_top", "missing_share", "cover_sentence", "bias"} <= set(features["feature"])
     assert len(at.get("plotly_chart")) == 2
 
 
@@ -263,7 +265,9 @@ def test_evaluation_runs_two_configurations_and_compares(app_kb):
     assert set(frame(at, "outcome")["id"]) == {"leave", "mongolia"}
     per_q = at.dataframe(key="eval_questions").value
     assert per_q.set_index("id").loc["mongolia", "refusal_ok"]
-    assert len(at.get("download_button")) == 4 and len(at.get("plotly_chart")) == 1
+    charts = [c.key for c in at.get("plotly_chart")]
+    assert len(at.get("download_button")) == 4 and len(charts) == 3  # metrics + a refusal trade-off per run
+    assert charts[0] == "eval_chart" and all(k.startswith("tradeoff_") for k in charts[1:])
     row = list(per_q["id"]).index("leave")
     at.session_state["eval_questions"] = {"selection": {"rows": [row], "columns": [], "cells": []}}
     run(at)
