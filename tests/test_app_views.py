@@ -233,8 +233,9 @@ def test_diff_summary_names_settings_fallback_and_moves():
 
 
 def test_answer_without_a_calibrated_score_says_so(make_kb):
-    """A Chinese question goes to BM25 only (the bundled embedder is English-only): the fused
-    order has no calibrated score, so the chat says the evidence was not scored."""
+    """With reranker ``none`` the fused order has no calibrated score: the chat says the evidence
+    was not scored. A Chinese question on the English-only embedder is scored (e5 + BM25), so
+    it gets no such note."""
     from rag.retrieval.pipeline import retrieve
     from rag.views.chat import unscored_note
 
@@ -243,9 +244,11 @@ def test_answer_without_a_calibrated_score_says_so(make_kb):
         "leave.md", "# 休假\n\n全职员工每年享有二十五天带薪年假。\n\nEmployees get 25 days of paid leave.".encode()
     )
     zh = retrieve(kb, "全职员工每年有多少天带薪年假？", persist=False)
-    assert zh.fallback.action is FallbackAction.ANSWER
-    note = unscored_note(zh)
-    assert "not scored" in note and "dense skipped" in note
+    assert zh.fallback.action is FallbackAction.ANSWER and zh.reranker.backend == "e5"
+    assert "dense skipped" in zh.reranker.note and unscored_note(zh) == ""
+    unscored = retrieve(kb, "How many days of paid leave do employees get?", kb.settings.replace(reranker="none"))
+    note = unscored_note(unscored)
+    assert unscored.fallback.action is FallbackAction.ANSWER and "not scored" in note
     en = retrieve(kb, "How many days of paid leave do employees get?", persist=False)
     assert en.reranker.backend == "default" and unscored_note(en) == ""
     refused = make_trace()

