@@ -13,6 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
+
 from rag.records import TermStats
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.terms import (
@@ -152,7 +154,7 @@ def vetoing(absent: Sequence[str], script: str) -> list[str]:
     training sets in docs/BENCHMARKS.md."""
     if script not in VETO_SCRIPTS:
         return []
-    return [t for t in absent if _VETO_WORD.fullmatch(t)]
+    return [t for t in absent if _VETO_WORD.fullmatch(t) and t.lower() not in ENGLISH_STOP_WORDS]
 
 
 def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
@@ -165,8 +167,9 @@ def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str
 
 def _missing(read: _Read) -> str:
     """What the evidence lacks, in words a user can act on ('' when nothing specific)."""
-    if read.absent:
-        return "The documents don't mention " + ", ".join(f"'{t}'" for t in read.absent[:4]) + "."
+    named = [t for t in read.absent if t.lower() not in ENGLISH_STOP_WORDS]  # not "often", "ten"
+    if named:
+        return "The documents don't mention " + ", ".join(f"'{t}'" for t in named[:4]) + "."
     if read.x["kind_missing"] and read.best_sentence:
         return f"The closest passage gives no {_KIND_WORDS[read.kind][2:]} where the question asks for {_KIND_WORDS[read.kind]}."
     if read.unheld:
