@@ -73,7 +73,7 @@ class Settings:
         0.59, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo)."
     )
     answerable_threshold: float = _f(
-        0.5, "P(answerable) under this refuses (each fitted model puts its train operating point at 0.5)."
+        0.5, "P(answerable) under this refuses (fitted models put their train operating point at 0.5; 0 = never)."
     )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")

@@ -58,7 +58,8 @@ def tiny_kb(tmp_path_factory, embedder):
     from rag.kb import KnowledgeBase
 
     home = tmp_path_factory.mktemp("focus")
-    settings = Settings.from_env(env={}, home=home).replace(rerank_threshold=0.0)
+    # answerer tests: the retrieval decision must not refuse (tests/test_answerability_kb.py tests that)
+    settings = Settings.from_env(env={}, home=home).replace(rerank_threshold=0.0, answerable_threshold=0.0)
     kb = KnowledgeBase("focus", settings, embedder)
     kb.ingest([UploadItem("travel.md", TRAVEL), UploadItem("expenses_zh.md", EXPENSES_ZH)])
     return kb

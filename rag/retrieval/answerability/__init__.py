@@ -31,6 +31,7 @@ from rag.retrieval.trace import Answerability
 __all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "script_of"]
 
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
+_HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
@@ -124,7 +125,7 @@ def assess(
             thr = 0.0
     else:
         prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
-    veto = vetoing(read.absent, script)
+    veto = vetoing(read.absent, script, question) if thr > 0 else []  # threshold 0: the stage never refuses
     ok = bool(ranked) and prob >= thr and not veto
     return Answerability(
         model=model.name,
@@ -141,11 +142,11 @@ def assess(
         unheld_terms=list(read.unheld),
         best_sentence=read.best_sentence[:400],
         reason=_reason(prob, thr, veto, bool(ranked)),
-        missing=_missing(read) if not ok else "",
+        missing=_missing(read, question) if not ok else "",
     )
 
 
-def vetoing(absent: Sequence[str], script: str) -> list[str]:
+def vetoing(absent: Sequence[str], script: str, question: str = "") -> list[str]:
     """Absent terms that refuse on their own: ordinary words (a letter then 3+ lower-case letters;
     for CJK, 2+ ideographs) that no searched chunk contains in any spelling. A rule, not a weight:
     SciFact's claims, the only English training data, often carry words their corpus never uses
@@ -154,7 +155,12 @@ def vetoing(absent: Sequence[str], script: str) -> list[str]:
     training sets in docs/BENCHMARKS.md."""
     if script not in VETO_SCRIPTS:
         return []
-    return [t for t in absent if _VETO_WORD.fullmatch(t) and t.lower() not in ENGLISH_STOP_WORDS]
+    shaping = {w.lower() for w in _HOW_WORD.findall(question)}  # "how long", "how far": the kind asked
+    return [
+        t
+        for t in absent
+        if _VETO_WORD.fullmatch(t) and t.lower() not in ENGLISH_STOP_WORDS and t.lower() not in shaping
+    ]
 
 
 def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
@@ -165,9 +171,10 @@ def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str
     return out + (f"; absent-term rule: {', '.join(repr(t) for t in veto)} in no searched chunk" if veto else "")
 
 
-def _missing(read: _Read) -> str:
+def _missing(read: _Read, question: str) -> str:
     """What the evidence lacks, in words a user can act on ('' when nothing specific)."""
-    named = [t for t in read.absent if t.lower() not in ENGLISH_STOP_WORDS]  # not "often", "ten"
+    shaping = {w.lower() for w in _HOW_WORD.findall(question)}
+    named = [t for t in read.absent if t.lower() not in ENGLISH_STOP_WORDS | shaping]  # not "often", "long"
     if named:
         return "The documents don't mention " + ", ".join(f"'{t}'" for t in named[:4]) + "."
     if read.x["kind_missing"] and read.best_sentence:
