@@ -13,10 +13,9 @@ from rag.views.chat import (
     AnswerStream,
     answer_markdown,
     conversation_labels,
-    evidence_cards,
-    fallback_note,
+    evidence_markdown,
     footnotes,
-    unscored_note,
+    turn_notes,
 )
 from rag.views.highlight import md_escape
 
@@ -43,12 +42,7 @@ def _conversation_options() -> dict[str, str]:
 def _cards(evidence, expanded: bool = False) -> None:
     """The numbered evidence as one Markdown block (every piece of text escaped)."""
     with st.expander(f"Evidence ({len(evidence)} chunks)", expanded=expanded):
-        blocks = []
-        for card in evidence_cards(evidence):
-            score = f" · rerank {card.score:.2f}" if card.score is not None else ""
-            extra = " · neighbour" if card.neighbour else ""
-            blocks.append(f":gray-badge[{card.n}] {card.where}{score}{extra}  \n{md_escape(card.text)}")
-        st.markdown("\n\n".join(blocks))
+        st.markdown(evidence_markdown(evidence))
 
 
 def _sources(turn) -> None:
@@ -67,14 +61,14 @@ def _sources(turn) -> None:
 
 
 def _outcome(answer) -> None:
+    if answer.outcome is Outcome.ANSWER:
+        st.markdown(answer_markdown(answer.text))
+        return
     if answer.outcome is Outcome.CLARIFY:
         st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon=":material/help:")
-        st.caption(f"Why: {md_escape(answer.refusal_reason)}")
-    elif answer.outcome is Outcome.REFUSAL:
-        st.warning(f"**Not answered** — {md_escape(answer.text)}", icon=":material/block:")
-        st.caption(f"Why: {md_escape(answer.refusal_reason)}")
     else:
-        st.markdown(answer_markdown(answer.text))
+        st.warning(f"**Not answered** — {md_escape(answer.text)}", icon=":material/block:")
+    st.caption(f"Why: {md_escape(answer.refusal_reason)}")
 
 
 def _turn(turn) -> None:
@@ -85,9 +79,7 @@ def _turn(turn) -> None:
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
         _outcome(turn.answer)
-        if note := unscored_note(trace):
-            st.caption(md_escape(note))
-        if note := fallback_note(turn.answer):
+        for note in turn_notes(trace, turn.answer):
             st.caption(md_escape(note))
         if not turn.answer.refused:
             _sources(turn)

@@ -19,15 +19,12 @@ from datetime import UTC, datetime
 import numpy as np
 
 from rag.bench.beir import bench_home, default_kb_name, ingest_beir
-from rag.bench.fit_reranker import Pool, fit_logreg, ndcg10
+from rag.bench.fit_reranker import Pool, add_e5, fit_logreg, ndcg10
+from rag.bench.fit_reranker import collect as collect_pools
 from rag.config import Settings
-from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
-from rag.retrieval.pipeline import acronyms_for, context, rerank_pool
-from rag.retrieval.recall import Recall
-from rag.retrieval.rerankers import e5_encoder
+from rag.retrieval.pipeline import rerank_pool
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
 from rag.retrieval.rerankers.e5 import E5_MODEL
-from rag.retrieval.rewrite import rewrite
 
 FEATURE_SETS = [
     ("e5_cos", "bm25_rel", "rr_sparse"),
@@ -39,22 +36,11 @@ FEATURE_SETS = [
 
 
 def collect(data_dir: str, settings: Settings, limit: int = 0) -> list[Pool]:
+    """The CJK route's pools on the trial set (BM25 recall), each with e5's cosines."""
     home = settings.replace(home=bench_home(settings))
     kb = ingest_beir(data_dir, home, default_kb_name(data_dir))
-    data = load_beir(data_dir, "train", load_corpus=False)
-    to_id = {beir_doc_name(d): d for d, _ in iter_corpus(data_dir)}
-    ctx, enc = context(kb, home), e5_encoder(home)
-    pools = []
-    for qid in list(data.qrels)[: limit or None]:
-        question = data.queries[qid]
-        plan = rewrite(question, home.rewrite, lambda: acronyms_for(kb), None, False)
-        attempt = Recall(kb, ctx.vectors, plan.queries, None, home.rrf_k, {}, dense=False).run(home.recall_k)
-        cands = attempt.fused[: rerank_pool(home.recall_k, sparse_only=True)]
-        if not cands:
-            continue
-        docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
-        e5 = enc.cosines(question, [c.chunk.index_text for c in cands]).astype(np.float64)
-        pools.append(Pool(qid, cands, np.zeros(len(cands)), docs, data.qrels[qid], {"e5": e5}))
+    pools = collect_pools(kb, data_dir, "train", home, limit, dense=False)
+    add_e5(pools, data_dir, "train", home)
     return pools
 
 

@@ -8,7 +8,6 @@ decision, per-stage timings, the config fingerprint, the index revision and mode
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Mapping
@@ -30,7 +29,6 @@ log = logging.getLogger(__name__)
 
 FILTER_KEYS = ("doc_ids", "tags", "date_from", "date_to")
 ENGLISH_ONLY_EMBEDDERS = {BUNDLED_EMBEDDER}  # all-MiniLM-L6-v2 was trained on English text only
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 RERANK_POOL_FACTOR = 2  # the reranker sees the top 2 * recall_k fused candidates
 # ... except on the CJK route, where e5 embeds each new candidate at query time (~0.1-0.3 s a
 # passage on one core, cached after): it sees the top recall_k / 2 of the BM25 order.
@@ -88,9 +86,7 @@ def acronyms_for(kb) -> dict[str, str]:
 def dense_route(question: str, embedder_id: str) -> str:
     """Why dense retrieval is skipped for ``question`` ('' when it is used): an English-only embedder
     maps CJK text to near-random vectors, which on RGB-zh pulled RRF below BM25 alone."""
-    letters = [ch for ch in question if ch.isalpha()]
-    cjk = sum(1 for ch in letters if _CJK.match(ch))
-    if embedder_id in ENGLISH_ONLY_EMBEDDERS and letters and cjk / len(letters) > 0.5:
+    if embedder_id in ENGLISH_ONLY_EMBEDDERS and script_of(question) == "cjk":
         return f"dense skipped: {embedder_id} is English-only and the question is mostly CJK; BM25 (jieba) recall, e5 rerank"
     return ""
 

@@ -61,7 +61,7 @@ class BM25Index:
     ) -> None:
         self._retriever = retriever
         self.texts = texts if texts is not None else [""] * len(ids)  # the indexed text of each chunk
-        self._latin_vocab: list[str] | None = None
+        self._latin_vocab: dict[int, list[str]] | None = None  # indexed English words by length
         self._docs = docs  # one row per document, in order of first appearance in ``ids``
         self.ids = ids
         self.version = version
@@ -145,8 +145,15 @@ class BM25Index:
         if _CJK_TERM.search(term):
             return term if any(term in self.texts[i] for i in scope) else ""
         if self._latin_vocab is None:
-            self._latin_vocab = [w for w in self._retriever.vocab_dict if w and not _CJK_TERM.search(w)]
-        for variant in difflib.get_close_matches(term, self._latin_vocab, n=3, cutoff=NEAR_CUTOFF):
+            by_len: dict[int, list[str]] = {}
+            for w in self._retriever.vocab_dict:
+                if w and not _CJK_TERM.search(w):
+                    by_len.setdefault(len(w), []).append(w)
+            self._latin_vocab = by_len
+        # a difflib ratio >= 0.8 needs the lengths within a factor 1.5 of each other: only those are compared
+        n = len(term)
+        pool = [w for k in range(-(-2 * n // 3), 3 * n // 2 + 1) for w in self._latin_vocab.get(k, ())]
+        for variant in difflib.get_close_matches(term, pool, n=3, cutoff=NEAR_CUTOFF):
             if variant != term and self._df(variant, rows):
                 return variant
         return ""

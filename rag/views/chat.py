@@ -170,3 +170,18 @@ def fallback_note(answer: Answer) -> str:
         if found and not answer.refused
         else ""
     )
+
+
+def turn_notes(trace, answer: Answer) -> list[str]:
+    """The caveats shown under a turn: evidence not scored, an extractive answer standing in."""
+    return [note for note in (unscored_note(trace), fallback_note(answer)) if note]
+
+
+def evidence_markdown(evidence) -> str:
+    """The numbered evidence as one Markdown block, every piece of source text escaped."""
+    blocks = []
+    for card in evidence_cards(evidence):
+        score = f" · rerank {card.score:.2f}" if card.score is not None else ""
+        extra = " · neighbour" if card.neighbour else ""
+        blocks.append(f":gray-badge[{card.n}] {card.where}{score}{extra}  \n{md_escape(card.text)}")
+    return "\n\n".join(blocks)

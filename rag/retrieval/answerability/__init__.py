@@ -48,10 +48,13 @@ class EvidenceChunk:
     sparse_rank: int | None
 
 
+CJK_LETTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
 def script_of(question: str) -> str:
-    """``cjk`` when most of the question's letters are CJK, else ``latin``."""
+    """``cjk`` when most of the question's letters are CJK (kana, hanzi, hangul), else ``latin``."""
     letters = [ch for ch in question if ch.isalpha()]
-    cjk = sum(1 for ch in letters if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+    cjk = sum(1 for ch in letters if CJK_LETTER.match(ch))
     return "cjk" if letters and cjk / len(letters) > 0.5 else "latin"
 
 

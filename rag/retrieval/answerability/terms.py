@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
+from types import MappingProxyType
 
 from rag.store.tokenize import tokenize
 
@@ -87,8 +90,10 @@ def carries(kind: AnswerKind, text: str) -> bool:
     return kind is AnswerKind.NONE or bool(_HAS[kind].search(text))
 
 
-def question_terms(question: str) -> dict[str, str]:
-    """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen)."""
+@lru_cache(maxsize=512)
+def question_terms(question: str) -> Mapping[str, str]:
+    """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen).
+    Cached (read-only): the pipeline reads them for the term statistics and again for the features."""
     out: dict[str, str] = {}
     for word in _WORD.findall(question):
         if word.lower() in QUESTION_WORDS_EN:
@@ -99,7 +104,7 @@ def question_terms(question: str) -> dict[str, str]:
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently
                 continue
             out.setdefault(term, term if _CJK_CHAR.search(term) else word)
-    return out
+    return MappingProxyType(out)
 
 
 def idf(df: int, n: int) -> float:
