@@ -31,43 +31,19 @@ from rag.ask import ask as ask_question
 from rag.config import Settings
 from rag.errors import RagError
 from rag.eval.gold.anchoring import anchor_goldset
-from rag.eval.gold.builder import add_judgement, goldset_paths, goldsets_dir, remove_judgement
 from rag.eval.gold.goldset import GoldItem, GoldSet, load_goldset
 from rag.eval.gold.labels import KBDocuments, Labels
 from rag.eval.metrics import DEFAULT_KS
-from rag.eval.runs.compare import QuestionDelta, RunComparison, compare_runs
-from rag.eval.runs.export import to_csv, to_json
-from rag.eval.runs.results import LEVELS, STAGES, EvalRun, QuestionResult
+from rag.eval.runs.results import EvalRun, QuestionResult
 from rag.eval.runs.scoring import score_question
-from rag.eval.runs.store import RunInfo, RunNotFound, delete_run, list_runs, load_run, save_run
+from rag.eval.runs.store import save_run
 from rag.eval.runs.summary import summarize
 from rag.kb import KnowledgeBase
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
 from rag.store.catalog import now
 
-__all__ = [
-    "LEVELS",
-    "STAGES",
-    "EvalRun",
-    "QuestionDelta",
-    "QuestionResult",
-    "RunComparison",
-    "RunInfo",
-    "RunNotFound",
-    "add_judgement",
-    "compare_runs",
-    "delete_run",
-    "goldset_hash",
-    "goldset_paths",
-    "goldsets_dir",
-    "list_runs",
-    "load_run",
-    "remove_judgement",
-    "run_goldset",
-    "to_csv",
-    "to_json",
-]
+__all__ = ["goldset_hash", "run_goldset"]
 
 Progress = Callable[[int, int, str], None]
 Filters = Mapping[str, Any] | Callable[[GoldItem], Mapping[str, Any] | None] | None
