@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +34,15 @@ log = logging.getLogger(__name__)
 # Chroma collection names ("rag_<kb>") must end with a letter or digit.
 KB_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?$")
 _catalogs: dict[Path, Catalog] = {}
+
+
+class DenseScores(NamedTuple):
+    """Every active chunk's cosine with one query vector: ``scores[i]`` belongs to ``ids[i]``."""
+
+    ids: list[str]
+    scores: np.ndarray
+
+
 _catalogs_lock = threading.Lock()
 
 
@@ -68,6 +78,7 @@ class KnowledgeBase:
         self.embedder = embedder or load_embedder(settings)
         self._bm25: BM25Index | None = None
         self._bm25_lock = threading.Lock()
+        self._dense: tuple[int, list[str], np.ndarray] | None = None  # (index revision, ids, vectors)
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
         self.catalog.create_kb(
             name, self.embedder.model_id, self.embedder.dim, settings.chunk_size, settings.chunk_overlap
@@ -285,6 +296,34 @@ class KnowledgeBase:
         found = index.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         chunks = self.get_chunks([h.chunk_id for h in found])
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
+
+    def dense_scores(self, query_vec: np.ndarray) -> DenseScores:
+        """Cosine of ``query_vec`` with every active chunk's stored vector (what the dense retriever
+        ranks, exactly rather than approximately). The matrix is read from the vector store once per
+        index revision and kept, so a probe after the first costs one matrix-vector product."""
+        revision = self.index_revision
+        with self._bm25_lock:
+            cached = self._dense
+        if cached is None or cached[0] != revision:
+            active = self.catalog.active_revisions(self.name)
+            ids, vecs = [], []
+            for cid, meta, vec in self.vectors.all_embeddings():
+                if active.get(str((meta or {}).get("doc_id"))) == (meta or {}).get("revision"):
+                    ids.append(cid)
+                    vecs.append(vec)
+            matrix = np.asarray(vecs, dtype=np.float32).reshape(len(ids), self.embedder.dim)
+            cached = (revision, ids, matrix)
+            with self._bm25_lock:
+                self._dense = cached
+        _, ids, matrix = cached
+        return DenseScores(ids, matrix @ np.asarray(query_vec, dtype=np.float32))
+
+    def revisions(self, doc_id: str) -> list[tuple[int, str]]:
+        """(revision, state) of every revision of ``doc_id`` the catalog remembers, oldest first."""
+        rows = self.catalog.q(
+            "SELECT revision, state FROM revisions WHERE kb=? AND doc_id=? ORDER BY revision", self.name, doc_id
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     def term_stats(self, terms: list[str], doc_ids: set[str] | None = None) -> TermStats:
         """Chunks containing each BM25 term, within ``doc_ids`` when given (answerability)."""

@@ -241,6 +241,19 @@ class VectorStore:
             yield from zip(got["ids"], got["documents"], got["metadatas"], strict=False)
             offset += len(got["ids"])
 
+    def all_embeddings(self, batch: int = 2000):
+        """Yield (id, metadata, vector) for every stored vector (the why-not probe's dense ranks)."""
+        offset = 0
+        while True:
+            got = self._call(
+                "get",
+                lambda at=offset: self.collection.get(limit=batch, offset=at, include=["metadatas", "embeddings"]),
+            )
+            if not len(got["ids"]):
+                return
+            yield from zip(got["ids"], got["metadatas"], got["embeddings"], strict=False)
+            offset += len(got["ids"])
+
     def get_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
         got = self._call("get", lambda: self.collection.get(ids=ids, include=["embeddings"]))
         return {cid: np.asarray(e, dtype=np.float32) for cid, e in zip(got["ids"], got["embeddings"], strict=False)}
