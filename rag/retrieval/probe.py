@@ -21,7 +21,7 @@ from rag.records import ChunkRecord
 from rag.retrieval.fusion import Fused
 from rag.retrieval.pipeline import cjk_context, context, dense_route
 from rag.retrieval.recall import DENSE_ONLY_KINDS
-from rag.retrieval.replay import settings_for
+from rag.retrieval.replay import Replay, replay, settings_for
 from rag.retrieval.suggest import Change, explain
 from rag.retrieval.targets import ProbeTarget, revision_state
 from rag.retrieval.trace import Candidate, Dropped, Trace
@@ -201,3 +201,15 @@ def _as_fused(c: Candidate) -> Fused:
     return Fused(
         chunk, c.dense_rank, c.dense_score, c.sparse_rank, c.sparse_score, c.fused_rank or 0, c.fused_score or 0.0
     )
+
+
+def replay_change(kb, trace: Trace, change: Change, llm=None) -> Replay:
+    """Replay ``trace`` with a suggested change (not saved), to see whether it lets the chunk in."""
+    if not change.replayable:
+        raise ValueError(f"a {change.kind.value} change can't be replayed")
+    return replay(kb, trace, change.settings, llm, persist=False, filters=change.filters, question=change.question)
+
+
+def let_in(result: Replay, chunk_id: str) -> bool:
+    """Whether the replayed question uses ``chunk_id`` as evidence."""
+    return any(c.chunk_id == chunk_id for c in result.new.evidence())

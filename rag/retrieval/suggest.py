@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings
 from rag.retrieval.answerability import vetoing
-from rag.retrieval.pipeline import rerank_pool
+from rag.retrieval.pipeline import rerank_pool, retrieve
 from rag.retrieval.trace import Dropped, FallbackAction, Trace
 from rag.store.tokenize import token_spans
 
@@ -86,7 +86,7 @@ def _recall(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.reason = f"Outside recall_k {out.recall_k} of both retrievers: {_places(out)}."
     changes = []
     if ranks:
-        needed = {"recall_k": min(ranks), **_after_recall(trace, settings, out)}
+        needed = _after_recall(kb, trace, settings, out, min(ranks))
         changes.append(Change(ChangeKind.RECALL_K, _say(needed, settings), needed))
     else:
         out.reason = f"No retriever lists it: {_places(out)}."
@@ -100,13 +100,14 @@ def _fusion(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     rank = out.candidate.fused_rank or 0
     out.reason = f"Recalled, but fused at RRF #{rank}: the reranker scores only the top {pool} fused candidates."
     k = rank * 2 if sparse_only else math.ceil(rank / 2)
-    needed = {"recall_k": max(k, settings.recall_k + 1), **_after_recall(trace, settings, out)}
+    needed = _after_recall(kb, trace, settings, out, max(k, settings.recall_k + 1))
     out.changes = [Change(ChangeKind.RECALL_K, _say(needed, settings), needed)]
 
 
 def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.reason = f"Reranked #{out.rerank_rank} (score {out.rerank_score:.3f}); top_n {settings.top_n} keeps the first {settings.top_n}."
-    needed = {"top_n": out.rerank_rank, **_min_score(settings, out), **_refusal(trace, settings, out)}
+    needed = {"top_n": out.rerank_rank} | _min_score(settings, out) | _budget_need(trace, settings, out)
+    needed |= _refusal(trace, settings, out)
     out.changes = [Change(ChangeKind.TOP_N, _say(needed, settings), needed)]
 
 
@@ -150,16 +151,30 @@ _STAGES = {
 }
 
 
-def _after_recall(trace: Trace, settings: Settings, out: ProbeResult) -> dict[str, Any]:
-    """What else stops it once recalled: the reranker's place for it, and a refusal."""
-    needed: dict[str, Any] = {}
-    if out.rerank_rank is not None and out.rerank_rank > settings.top_n:
-        needed["top_n"] = out.rerank_rank
-    needed.update(_min_score(settings, out))
-    best = trace.fallback.best_score if trace.fallback else None
-    if out.rerank_score is None or best is None or out.rerank_score <= best:
-        needed.update(_refusal(trace, settings, out))
-    return needed
+def _after_recall(kb, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> dict[str, Any]:
+    """``recall_k``, and what else would stop the chunk once recalled that wide. A wider recall
+    brings other candidates too, so the question is retrieved once more with it (not saved) and
+    the chunk's rerank place, the evidence budget and the fallback are read from that trial."""
+    needed: dict[str, Any] = {"recall_k": recall_k}
+    trial = retrieve(kb, trace.question, settings.replace(recall_k=recall_k), trace.filters or None, persist=False)
+    row = trial.by_id().get(out.chunk_id)
+    if row is None or row.rerank_rank is None:
+        return needed
+    out.rerank_rank, out.rerank_score, out.pool = (
+        row.rerank_rank,
+        row.rerank_score,
+        sum(1 for c in trial.candidates if c.rerank_rank is not None),
+    )
+    if row.rerank_rank > settings.top_n:
+        needed["top_n"] = row.rerank_rank
+    return needed | _min_score(settings, out) | _budget_need(trial, settings, out) | _refusal(trial, settings, out)
+
+
+def _budget_need(trace: Trace, settings: Settings, out: ProbeResult) -> dict[str, Any]:
+    """The evidence budget that fits every candidate reranked up to the chunk (duplicates aside)."""
+    ahead = [c for c in trace.candidates if c.rerank_rank is not None and c.rerank_rank <= (out.rerank_rank or 0)]
+    used = sum(len(c.text) for c in ahead if c.dropped_by is not Dropped.DEDUPE)
+    return {"evidence_budget_chars": used} if used > settings.evidence_budget_chars else {}
 
 
 def _min_score(settings: Settings, out: ProbeResult) -> dict[str, Any]:
