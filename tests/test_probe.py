@@ -19,11 +19,13 @@ from probe_support import (
 from rag.ask import ask
 from rag.config import Settings
 from rag.ingest.pipeline import UploadItem
+from rag.retrieval.matches import term_matches
 from rag.retrieval.pipeline import context
 from rag.retrieval.probe import let_in, probe, replay_change
 from rag.retrieval.suggest import ChangeKind
 from rag.retrieval.targets import ProbeTargetNotFound, chunk_target, document_target, search_targets
 from rag.retrieval.trace import Dropped
+from rag.views.ledger import ledger_frame
 
 SICK_QUESTION = "How many days of sick leave do employees get?"
 
@@ -123,3 +125,16 @@ def test_an_older_revision_and_a_deleted_document_are_not_indexed(tmp_path, embe
     gone = probe(kb, after, document_target(kb, BICYCLE_NAME, CANTEEN_QUESTION, context(kb, kb.settings).vectors))
     assert gone.excluded_by is Dropped.NOT_INDEXED and "deleted" in gone.state
     assert gone.change.kind is ChangeKind.REINDEX and BICYCLE_NAME in gone.change.text
+
+
+def test_ledger_terms_are_bm25s_contributions_of_each_candidate(kb):
+    _, trace = ask(kb, RECALL_QUESTION)
+    matches = term_matches(kb, trace)
+    scored = [c for c in trace.candidates if c.sparse_score]
+    assert scored and all(c.chunk_id in matches for c in trace.candidates)
+    for c in scored:
+        assert matches[c.chunk_id].total == pytest.approx(c.sparse_score, rel=1e-4)
+    lot = next(c for c in scored if c.doc_name.startswith("parking_lot"))
+    assert {"park", "permit", "renew", "employe"} <= set(matches[lot.chunk_id].terms)
+    shown = ledger_frame(trace, matches).set_index("chunk_id").loc[lot.chunk_id, "bm25_terms"]
+    assert "parking" in shown and "permit" in shown and "renew" in shown
