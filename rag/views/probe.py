@@ -8,6 +8,8 @@ with the query terms BM25 matched marked (escaped like every document text).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from rag.retrieval.probe import Place, ProbeResult
@@ -102,3 +104,35 @@ def probe_text(r: ProbeResult) -> str:
         lines.append(f"terms the rewrite added: {', '.join(r.rewrite_terms)}")
     lines += ["", verdict(r), *change_lines(r)]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class GoldLabel:
+    """A passage a gold set labels relevant for the question: what the user expected to see."""
+
+    doc: str
+    chunk_id: str = ""
+    quote: str = ""
+
+    @property
+    def label(self) -> str:
+        what = f"“{self.quote[:60]}”" if self.quote else (self.chunk_id or "the document")
+        return f"{self.doc}: {what}"
+
+
+def gold_labels(kb, question: str) -> list[GoldLabel]:
+    """The relevant passages every gold set of ``kb`` (the bundled demo sets included) labels for
+    ``question`` (same words, case and spacing aside)."""
+    from rag.eval.gold.goldset import load_goldset
+    from rag.eval.runs import goldset_paths
+
+    wanted = " ".join(question.lower().split())
+    out: list[GoldLabel] = []
+    for path in goldset_paths(kb, bundled=True):
+        if not path.exists():
+            continue
+        for item in load_goldset(path).items:
+            if " ".join(item.question.lower().split()) == wanted:
+                out += [GoldLabel(p.doc, p.chunk_id, p.quote) for p in item.relevant if p.doc or p.chunk_id]
+                out += [GoldLabel(d) for d in item.expected_docs if not any(g.doc == d for g in out)]
+    return list(dict.fromkeys(out))

@@ -1,0 +1,148 @@
+"""The Inspector's "Why not" tab through AppTest, on a 'demo' knowledge base built here from the
+probe corpus (tests/probe_support.py), with the default settings: each case is a chunk the
+question did not use, the stage that excluded it, the suggested change, and its replay."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import streamlit as st
+from app_support import ROOT
+from probe_support import (
+    CANTEEN_QUESTION,
+    NOTES_NAME,
+    NOTES_V2,
+    RECALL_QUESTION,
+    TERM_QUESTION,
+    build_probe_kb,
+)
+from streamlit.testing.v1 import AppTest
+
+from rag import ask
+from rag.config import Settings
+from rag.ingest.pipeline import UploadItem
+from rag.retrieval.trace import Dropped
+
+pytestmark = pytest.mark.slow
+TIMEOUT = 240
+SICK_QUESTION = "How many days of sick leave do employees get?"
+LEAVE_QUOTE = "Full-time employees receive 25 working days of paid annual leave per calendar year"
+
+
+@pytest.fixture(scope="module")
+def turns(tmp_path_factory, embedder):
+    """RAG_HOME with the probe corpus as 'demo', one turn per case, then notes.txt re-uploaded."""
+    home = tmp_path_factory.mktemp("app-probe") / "home"
+    saved = os.environ.get("RAG_HOME")
+    os.environ["RAG_HOME"] = str(home)
+    st.cache_resource.clear()
+    kb = build_probe_kb(Settings.from_env(), embedder, "demo")
+    out = {
+        q: ask.ask(kb, q, conversation="fixture")
+        for q in (RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, CANTEEN_QUESTION)
+    }
+    kb.ingest([UploadItem(NOTES_NAME, NOTES_V2.encode(), ("facilities",))])  # the canteen turn's chunk is now old
+    gold = home / "goldsets" / "demo" / "probe.jsonl"
+    gold.parent.mkdir(parents=True, exist_ok=True)
+    item = {
+        "id": "astro",
+        "question": TERM_QUESTION,
+        "relevant": [{"doc": "employee_handbook.md", "quote": LEAVE_QUOTE}],
+    }
+    gold.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    yield out
+    st.cache_resource.clear()
+    if saved is None:
+        os.environ.pop("RAG_HOME", None)
+    else:
+        os.environ["RAG_HOME"] = saved
+
+
+def run(target) -> AppTest:
+    at = target.run(timeout=TIMEOUT)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_why_not(turn, tab: str = "Why not") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    run(at)
+    at.switch_page("pages/inspector.py")
+    at.query_params.update({"kb": "demo", "turn": turn.id, "tab": tab})
+    return run(at)
+
+
+def frame(at: AppTest, column: str):
+    """The (only) table with ``column``: plain st.dataframe tables are not widgets, so have no key."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, f"{len(found)} tables with a '{column}' column"
+    return found[0]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def test_outside_recall_k_and_the_suggested_replay_lets_it_in(turns):
+    turn, trace = turns[RECALL_QUESTION]
+    at = open_why_not(turn)
+    at = run(at.text_input(key="probe_search").set_value("basement"))
+    assert at.selectbox(key="probe_target").value.startswith("chunk:")
+    at = run(at.button(key="probe_run").click())
+    assert "Excluded by recall\\_cut" in texts(at.warning)
+    stages = frame(at, "passed").set_index("stage")
+    assert stages.loc["dense", "passed"].startswith("no (recall_k 20)")
+    assert stages.loc["rerank", "note"] == "had it been a candidate"
+    assert "recall\\_k 20 → " in texts(at.markdown)
+    at = run(at.button(key="probe_replay_0").click())
+    assert "it is evidence" in texts(at.success)
+    assert "moved in" in texts(at.markdown)
+
+
+def test_cut_by_the_evidence_threshold(turns):
+    turn, trace = turns[SICK_QUESTION]
+    cut = next(c for c in trace.candidates if c.dropped_by is Dropped.THRESHOLD)
+    at = open_why_not(turn)
+    at.text_input(key="probe_chunk").set_value(cut.chunk_id)
+    at = run(at.button(key="probe_run").click())
+    assert "Excluded by threshold" in texts(at.warning) and "evidence\\_min\\_score" in texts(at.warning)
+    assert "evidence\\_min\\_score 0\\.1 → " in texts(at.markdown)
+    at = run(at.button(key="probe_replay_0").click())
+    assert "it is evidence" in texts(at.success)
+
+
+def test_a_missing_term_from_a_gold_label_and_asking_without_it(turns):
+    turn, _ = turns[TERM_QUESTION]
+    at = open_why_not(turn)
+    at = run(at.button(key="probe_gold_0").click())  # the gold set's label for this question
+    assert "employee\\_handbook\\.md" in texts(at.markdown)
+    assert "Excluded by threshold" in texts(at.warning) and "astronauts" in texts(at.warning)
+    assert "ask without it" in texts(at.markdown)
+    assert '<mark class="rs-term"' in "\n".join(e.proto.body for e in at.get("html"))
+    at = run(at.button(key="probe_replay_0").click())
+    assert "it is evidence" in texts(at.success)
+
+
+def test_an_older_revision_is_reported_not_active(turns):
+    turn, trace = turns[CANTEEN_QUESTION]
+    old = trace.evidence()[0]
+    at = open_why_not(turn)
+    at.text_input(key="probe_chunk").set_value(old.chunk_id)
+    at = run(at.button(key="probe_run").click())
+    warning = texts(at.warning)
+    assert "Excluded by not\\_indexed" in warning and "not active" in texts(at.markdown)
+    assert "replaced by revision 2" in texts(at.markdown)
+    assert "probe_replay_0" not in [b.key for b in at.button]  # nothing to replay: it is not indexed
+    at.text_input(key="probe_chunk").set_value("no-such-chunk")
+    at = run(at.button(key="probe_run").click())
+    assert "not a chunk id" in texts(at.error)
+
+
+def test_ledger_and_sources_show_the_matched_terms(turns):
+    turn, _ = turns[RECALL_QUESTION]
+    ledger = open_why_not(turn, "Candidates").dataframe(key="ledger").value
+    assert ledger["bm25_terms"].str.contains("permit").any()
+    sources = "\n".join(e.proto.body for e in open_why_not(turn, "Sources").get("html"))
+    assert '<mark class="rs-term"' in sources and "BM25 term: permit" in sources
