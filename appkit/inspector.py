@@ -111,7 +111,7 @@ def sources(kb: KnowledgeBase, turn: Turn | None, trace: Trace) -> None:
     if not views:
         st.info("No evidence was used for this question (see Scores & fallback for why).")
         return
-    st.caption("Highlighted: the spans the answer cites · underlined: the question's terms BM25 matched")
+    st.caption("Highlighted: the spans the answer cites · underlined: the question's terms BM25 matched (outside them)")
     focus = st.query_params.get("cite", "")
     for v in views:
         cited = " · cited as " + " ".join(f":blue-badge[{n}]" for n in v.cited_by) if v.cited_by else ""

@@ -120,7 +120,7 @@ def test_a_missing_term_from_a_gold_label_and_asking_without_it(turns):
     assert "employee\\_handbook\\.md" in texts(at.markdown)
     assert "Excluded by threshold" in texts(at.warning) and "astronauts" in texts(at.warning)
     assert "ask without it" in texts(at.markdown)
-    assert '<mark class="rs-term"' in "\n".join(e.proto.body for e in at.get("html"))
+    assert '<span class="rs-term"' in "\n".join(e.proto.body for e in at.get("html"))
     at = run(at.button(key="probe_replay_0").click())
     assert "it is evidence" in texts(at.success)
 
@@ -145,4 +145,4 @@ def test_ledger_and_sources_show_the_matched_terms(turns):
     ledger = open_why_not(turn, "Candidates").dataframe(key="ledger").value
     assert ledger["bm25_terms"].str.contains("permit").any()
     sources = "\n".join(e.proto.body for e in open_why_not(turn, "Sources").get("html"))
-    assert '<mark class="rs-term"' in sources and "BM25 term: permit" in sources
+    assert '<span class="rs-term"' in sources and "BM25 term: permit" in sources

@@ -2,7 +2,8 @@
 
 Everything a page shows from a document, a filename or a model passes through here.
 ``highlight`` cuts the *raw* text at the span offsets, escapes every piece, and only then
-joins them with ``<mark>`` tags, so no character of the input can ever become markup.
+joins them with ``<mark>`` tags (and ``<span class="rs-term">`` for matched query terms), so no
+character of the input can ever become markup.
 ``md_escape`` does the same job for Markdown contexts (captions, labels, answers).
 """
 
@@ -16,7 +17,7 @@ from typing import NamedTuple
 from rag.store.tokenize import token_spans
 
 MARK_STYLE = "background:#ffe58a;color:inherit;padding:0 1px;border-radius:2px"
-# a matched query term: underlined, so it reads apart from (and inside) a cited span's fill
+# a matched query term: underlined, a mark of its own beside the cited spans' fill
 TERM_STYLE = "background:transparent;color:inherit;border-bottom:2px solid #2563eb;padding:0"
 NEIGHBOUR_STYLE = "opacity:.6"
 PASSAGE_STYLE = (
@@ -71,22 +72,23 @@ def merge_spans(spans: Iterable[Span], length: int) -> list[Span]:
 
 
 def highlight(text: str, spans: Iterable[Span] = (), terms: Iterable[Span] = ()) -> str:
-    """``text`` as HTML with every span wrapped in ``<mark>`` and every matched query term in
-    ``<mark class="rs-term">`` (inside a cited span where they overlap); all text escaped before marking up."""
+    """``text`` as HTML with every span wrapped in ``<mark>`` and every matched query term outside
+    them underlined (``<span class="rs-term">``); all text escaped before marking up. A cited span
+    keeps its text whole, so the quote reads, copies and searches as one piece."""
     text = text or ""
     words = merge_spans(terms, len(text))
     out, pos = [], 0
     for s in merge_spans(spans, len(text)):
         out.append(_terms_html(text, pos, s.start, words))
         title = f' title="[{escape(s.label)}]"' if s.label else ""
-        out.append(f'<mark style="{MARK_STYLE}"{title}>{_terms_html(text, s.start, s.end, words)}</mark>')
+        out.append(f'<mark style="{MARK_STYLE}"{title}>{escape(text[s.start : s.end])}</mark>')
         pos = s.end
     out.append(_terms_html(text, pos, len(text), words))
     return "".join(out)
 
 
 def _terms_html(text: str, lo: int, hi: int, words: Sequence[Span]) -> str:
-    """``text[lo:hi]`` escaped, with the parts of ``words`` (merged spans) inside it marked as terms."""
+    """``text[lo:hi]`` escaped, with the parts of ``words`` (merged spans) inside it underlined."""
     out, pos = [], lo
     for w in words:
         start, end = max(w.start, pos), min(w.end, hi)
@@ -94,7 +96,7 @@ def _terms_html(text: str, lo: int, hi: int, words: Sequence[Span]) -> str:
             continue
         title = f' title="BM25 term: {escape(w.label)}"' if w.label else ""
         out.append(escape(text[pos:start]))
-        out.append(f'<mark class="rs-term" style="{TERM_STYLE}"{title}>{escape(text[start:end])}</mark>')
+        out.append(f'<span class="rs-term" style="{TERM_STYLE}"{title}>{escape(text[start:end])}</span>')
         pos = end
     out.append(escape(text[pos:hi]))
     return "".join(out)
