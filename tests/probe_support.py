@@ -3,6 +3,7 @@ real knowledge base built from the texts here, searched with the default setting
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from app_support import ANSWERABLE, DEMO
@@ -52,3 +53,50 @@ def build_probe_kb(settings, embedder, name: str = "probe"):
     results = kb.ingest([UploadItem(n, data, tags) for n, data, tags in corpus()])
     assert all(r.ok for r in results), [r.error for r in results if not r.ok]
     return kb
+
+
+SICK_QUESTION = "How many days of sick leave do employees get?"
+LEAVE_QUOTE = "Full-time employees receive 25 working days of paid annual leave per calendar year"
+
+
+def prepare_cases(kb, home: Path) -> dict[str, dict]:
+    """One turn per case on ``kb`` (a knowledge base from ``build_probe_kb``), then notes.txt
+    re-uploaded (the canteen turn's evidence becomes an older revision) and a gold label written
+    for the term case. Returns question -> {turn, trace, threshold_chunk, old_chunk}."""
+    from rag.ask import ask
+    from rag.ingest.pipeline import UploadItem
+    from rag.retrieval.trace import Dropped
+
+    out = {}
+    for question in (RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, CANTEEN_QUESTION):
+        turn, trace = ask(kb, question, conversation="probe-cases")
+        cut = [c.chunk_id for c in trace.candidates if c.dropped_by is Dropped.THRESHOLD]
+        used = [c.chunk_id for c in trace.evidence()]
+        out[question] = {
+            "turn": turn.id,
+            "trace": trace.id,
+            "threshold_chunk": (cut or [""])[0],
+            "old_chunk": (used or [""])[0],
+        }
+    kb.ingest([UploadItem(NOTES_NAME, NOTES_V2.encode(), ("facilities",))])
+    gold = home / "goldsets" / kb.name / "probe.jsonl"
+    gold.parent.mkdir(parents=True, exist_ok=True)
+    item = {
+        "id": "astro",
+        "question": TERM_QUESTION,
+        "relevant": [{"doc": "employee_handbook.md", "quote": LEAVE_QUOTE}],
+    }
+    gold.write_text(json.dumps(item) + "\n", encoding="utf-8")
+    return out
+
+
+if __name__ == "__main__":  # python tests/probe_support.py HOME: build 'demo' there, print the cases as JSON
+    import os
+    import sys
+
+    os.environ["RAG_HOME"] = sys.argv[1]
+    from rag.config import Settings
+    from rag.embedder import load_embedder
+
+    settings = Settings.from_env()
+    print(json.dumps(prepare_cases(build_probe_kb(settings, load_embedder(settings), "demo"), settings.home)))

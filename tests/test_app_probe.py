@@ -4,55 +4,29 @@ question did not use, the stage that excluded it, the suggested change, and its 
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 import streamlit as st
 from app_support import ROOT
-from probe_support import (
-    CANTEEN_QUESTION,
-    NOTES_NAME,
-    NOTES_V2,
-    RECALL_QUESTION,
-    TERM_QUESTION,
-    build_probe_kb,
-)
+from probe_support import CANTEEN_QUESTION, RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, build_probe_kb, prepare_cases
 from streamlit.testing.v1 import AppTest
 
-from rag import ask
 from rag.config import Settings
-from rag.ingest.pipeline import UploadItem
-from rag.retrieval.trace import Dropped
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 240
-SICK_QUESTION = "How many days of sick leave do employees get?"
-LEAVE_QUOTE = "Full-time employees receive 25 working days of paid annual leave per calendar year"
 
 
 @pytest.fixture(scope="module")
 def turns(tmp_path_factory, embedder):
-    """RAG_HOME with the probe corpus as 'demo', one turn per case, then notes.txt re-uploaded."""
+    """RAG_HOME with the probe corpus as 'demo' and one turn per case (tests/probe_support.py)."""
     home = tmp_path_factory.mktemp("app-probe") / "home"
     saved = os.environ.get("RAG_HOME")
     os.environ["RAG_HOME"] = str(home)
     st.cache_resource.clear()
     kb = build_probe_kb(Settings.from_env(), embedder, "demo")
-    out = {
-        q: ask.ask(kb, q, conversation="fixture")
-        for q in (RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, CANTEEN_QUESTION)
-    }
-    kb.ingest([UploadItem(NOTES_NAME, NOTES_V2.encode(), ("facilities",))])  # the canteen turn's chunk is now old
-    gold = home / "goldsets" / "demo" / "probe.jsonl"
-    gold.parent.mkdir(parents=True, exist_ok=True)
-    item = {
-        "id": "astro",
-        "question": TERM_QUESTION,
-        "relevant": [{"doc": "employee_handbook.md", "quote": LEAVE_QUOTE}],
-    }
-    gold.write_text(json.dumps(item) + "\n", encoding="utf-8")
-    yield out
+    yield prepare_cases(kb, kb.settings.home)
     st.cache_resource.clear()
     if saved is None:
         os.environ.pop("RAG_HOME", None)
@@ -66,11 +40,11 @@ def run(target) -> AppTest:
     return at
 
 
-def open_why_not(turn, tab: str = "Why not") -> AppTest:
+def open_why_not(case: dict, tab: str = "Why not") -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     run(at)
     at.switch_page("pages/inspector.py")
-    at.query_params.update({"kb": "demo", "turn": turn.id, "tab": tab})
+    at.query_params.update({"kb": "demo", "turn": case["turn"], "tab": tab})
     return run(at)
 
 
@@ -86,8 +60,7 @@ def texts(elements) -> str:
 
 
 def test_outside_recall_k_and_the_suggested_replay_lets_it_in(turns):
-    turn, trace = turns[RECALL_QUESTION]
-    at = open_why_not(turn)
+    at = open_why_not(turns[RECALL_QUESTION])
     at = run(at.text_input(key="probe_search").set_value("basement"))
     assert at.selectbox(key="probe_target").value.startswith("chunk:")
     at = run(at.button(key="probe_run").click())
@@ -102,10 +75,10 @@ def test_outside_recall_k_and_the_suggested_replay_lets_it_in(turns):
 
 
 def test_cut_by_the_evidence_threshold(turns):
-    turn, trace = turns[SICK_QUESTION]
-    cut = next(c for c in trace.candidates if c.dropped_by is Dropped.THRESHOLD)
-    at = open_why_not(turn)
-    at.text_input(key="probe_chunk").set_value(cut.chunk_id)
+    case = turns[SICK_QUESTION]
+    assert case["threshold_chunk"], "the default evidence floor drops a weak kept candidate for this question"
+    at = open_why_not(case)
+    at.text_input(key="probe_chunk").set_value(case["threshold_chunk"])
     at = run(at.button(key="probe_run").click())
     assert "Excluded by threshold" in texts(at.warning) and "evidence\\_min\\_score" in texts(at.warning)
     assert "evidence\\_min\\_score 0\\.1 → " in texts(at.markdown)
@@ -114,8 +87,7 @@ def test_cut_by_the_evidence_threshold(turns):
 
 
 def test_a_missing_term_from_a_gold_label_and_asking_without_it(turns):
-    turn, _ = turns[TERM_QUESTION]
-    at = open_why_not(turn)
+    at = open_why_not(turns[TERM_QUESTION])
     at = run(at.button(key="probe_gold_0").click())  # the gold set's label for this question
     assert "employee\\_handbook\\.md" in texts(at.markdown)
     assert "Excluded by threshold" in texts(at.warning) and "astronauts" in texts(at.warning)
@@ -126,10 +98,8 @@ def test_a_missing_term_from_a_gold_label_and_asking_without_it(turns):
 
 
 def test_an_older_revision_is_reported_not_active(turns):
-    turn, trace = turns[CANTEEN_QUESTION]
-    old = trace.evidence()[0]
-    at = open_why_not(turn)
-    at.text_input(key="probe_chunk").set_value(old.chunk_id)
+    at = open_why_not(turns[CANTEEN_QUESTION])
+    at.text_input(key="probe_chunk").set_value(turns[CANTEEN_QUESTION]["old_chunk"])
     at = run(at.button(key="probe_run").click())
     warning = texts(at.warning)
     assert "Excluded by not\\_indexed" in warning and "not active" in texts(at.markdown)
@@ -141,8 +111,7 @@ def test_an_older_revision_is_reported_not_active(turns):
 
 
 def test_ledger_and_sources_show_the_matched_terms(turns):
-    turn, _ = turns[RECALL_QUESTION]
-    ledger = open_why_not(turn, "Candidates").dataframe(key="ledger").value
+    ledger = open_why_not(turns[RECALL_QUESTION], "Candidates").dataframe(key="ledger").value
     assert ledger["bm25_terms"].str.contains("permit").any()
-    sources = "\n".join(e.proto.body for e in open_why_not(turn, "Sources").get("html"))
+    sources = "\n".join(e.proto.body for e in open_why_not(turns[RECALL_QUESTION], "Sources").get("html"))
     assert '<span class="rs-term"' in sources and "BM25 term: permit" in sources

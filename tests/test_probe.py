@@ -11,6 +11,7 @@ from probe_support import (
     NOTES_NAME,
     NOTES_V2,
     RECALL_QUESTION,
+    SICK_QUESTION,
     TERM_QUESTION,
     ZH_QUESTION,
     build_probe_kb,
@@ -26,8 +27,6 @@ from rag.retrieval.suggest import ChangeKind
 from rag.retrieval.targets import ProbeTargetNotFound, chunk_target, document_target, search_targets
 from rag.retrieval.trace import Dropped
 from rag.views.ledger import ledger_frame
-
-SICK_QUESTION = "How many days of sick leave do employees get?"
 
 
 @pytest.fixture(scope="module")
