@@ -107,6 +107,10 @@ def _replayed(trace: Trace, r: ProbeResult) -> None:
     else:
         why = row.dropped_by.value if row is not None and row.dropped_by else "not recalled"
         st.warning(f"With change {done[2] + 1} it is still not evidence ({md_escape(why)}).")
+    if result.new.question != result.old.question:
+        st.caption(f"Replayed question: {md_escape(result.new.question)}")
+    if result.new.filters != result.old.filters:
+        st.caption(f"Replayed filters: {md_escape(str(result.new.filters or 'none'))}")
     st.markdown("  \n".join(diff_summary(result.diff)))
     table = replay_frame(result.old, result.new, result.diff.moved_in, result.diff.moved_out)
     st.dataframe(table, hide_index=True, width="stretch", key="probe_replay_table")

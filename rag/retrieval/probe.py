@@ -6,6 +6,8 @@ recalling everything: its dense rank is its cosine with each query against every
 (one matrix-vector product over vectors read once per index revision), its BM25 rank comes from
 the score vector bm25s computes for the query anyway, its RRF score is what those ranks would
 have added, and its rerank score is the reranker's verdict on the traced pool with it added.
+The dense rank is exact; the dense retriever's HNSW search is approximate, so a traced dense
+rank can differ from it by a place or two.
 ``rag.retrieval.suggest`` then names the first stage that excluded it and the smallest change
 that would have let it in.
 """
@@ -168,13 +170,13 @@ def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     row = out.candidate
     pool = sorted((c for c in trace.candidates if c.rerank_rank is not None), key=lambda c: c.fused_rank or 0)
     out.pool = len(pool)
-    if row is not None and row.rerank_rank is not None:
-        out.rerank_score, out.rerank_rank = row.rerank_score, row.rerank_rank
-        out.calibrated = trace.reranker.backend != "none"
-        return
     route = dense_route(trace.question, kb.embedder.model_id)
     ctx = context(kb, settings)
     reranker = cjk_context(kb, settings, ctx, route).reranker if route else ctx.reranker
+    out.calibrated = reranker.calibrated
+    if row is not None and row.rerank_rank is not None:
+        out.rerank_score, out.rerank_rank = row.rerank_score, row.rerank_rank
+        return
     chunk = kb.get_chunks([out.chunk_id])[out.chunk_id]
     me = Fused(
         chunk,
@@ -194,7 +196,7 @@ def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
 
 def _as_fused(c: Candidate) -> Fused:
     """A traced candidate as the reranker saw it (its chunk rebuilt from the trace row)."""
-    doc, rev, page, idx = c.chunk_id.rsplit(":", 3)
+    _, rev, _, idx = c.chunk_id.rsplit(":", 3)
     chunk = ChunkRecord(
         c.chunk_id, c.doc_id, int(rev), c.page, int(idx), c.char_start, c.char_end, c.heading_path, c.text, c.doc_name
     )

@@ -39,6 +39,8 @@ class ProbeTarget:
 
 def parse_chunk_id(chunk_id: str) -> tuple[str, int, int, int]:
     """(document id, revision, page, index) of ``doc:rev:page:idx``; a clear error otherwise."""
+    if not (chunk_id or "").strip():
+        raise ProbeTargetNotFound("Nothing to probe was picked.")
     parts = (chunk_id or "").strip().rsplit(":", 3)
     if len(parts) != 4 or not all(p.isdigit() for p in parts[1:]) or not parts[0]:
         raise ProbeTargetNotFound(f"'{chunk_id}' is not a chunk id.")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rag.eval.gold.builder import goldset_paths
+from rag.eval.gold.goldset import load_goldset
 from rag.retrieval.probe import Place, ProbeResult
 from rag.stages import Stage
 from rag.views.highlight import passage_html, term_spans
@@ -123,9 +125,6 @@ class GoldLabel:
 def gold_labels(kb, question: str) -> list[GoldLabel]:
     """The relevant passages every gold set of ``kb`` (the bundled demo sets included) labels for
     ``question`` (same words, case and spacing aside)."""
-    from rag.eval.gold.goldset import load_goldset
-    from rag.eval.runs import goldset_paths
-
     wanted = " ".join(question.lower().split())
     out: list[GoldLabel] = []
     for path in goldset_paths(kb, bundled=True):
