@@ -14,7 +14,6 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -28,19 +27,12 @@ from rag.records import ChunkRecord, DocumentRecord, Hit, TermStats
 from rag.store import writer
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
-from rag.store.vectors import VectorStore
+from rag.store.vectors import DenseMatrix, DenseScores, VectorStore
 
 log = logging.getLogger(__name__)
 # Chroma collection names ("rag_<kb>") must end with a letter or digit.
 KB_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?$")
 _catalogs: dict[Path, Catalog] = {}
-
-
-class DenseScores(NamedTuple):
-    """Every active chunk's cosine with one query vector: ``scores[i]`` belongs to ``ids[i]``."""
-
-    ids: list[str]
-    scores: np.ndarray
 
 
 _catalogs_lock = threading.Lock()
@@ -78,7 +70,7 @@ class KnowledgeBase:
         self.embedder = embedder or load_embedder(settings)
         self._bm25: BM25Index | None = None
         self._bm25_lock = threading.Lock()
-        self._dense: tuple[int, list[str], np.ndarray] | None = None  # (index revision, ids, vectors)
+        self._dense = DenseMatrix(self.vectors, self.embedder.dim)
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
         self.catalog.create_kb(
             name, self.embedder.model_id, self.embedder.dim, settings.chunk_size, settings.chunk_overlap
@@ -298,25 +290,8 @@ class KnowledgeBase:
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
 
     def dense_scores(self, query_vec: np.ndarray) -> DenseScores:
-        """Cosine of ``query_vec`` with every active chunk's stored vector (what the dense retriever
-        ranks, exactly rather than approximately). The matrix is read from the vector store once per
-        index revision and kept, so a probe after the first costs one matrix-vector product."""
-        revision = self.index_revision
-        with self._bm25_lock:
-            cached = self._dense
-        if cached is None or cached[0] != revision:
-            active = self.catalog.active_revisions(self.name)
-            ids, vecs = [], []
-            for cid, meta, vec in self.vectors.all_embeddings():
-                if active.get(str((meta or {}).get("doc_id"))) == (meta or {}).get("revision"):
-                    ids.append(cid)
-                    vecs.append(vec)
-            matrix = np.asarray(vecs, dtype=np.float32).reshape(len(ids), self.embedder.dim)
-            cached = (revision, ids, matrix)
-            with self._bm25_lock:
-                self._dense = cached
-        _, ids, matrix = cached
-        return DenseScores(ids, matrix @ np.asarray(query_vec, dtype=np.float32))
+        """Cosine of ``query_vec`` with every active chunk's stored vector (see ``DenseMatrix``)."""
+        return self._dense.scores(query_vec, self.index_revision, lambda: self.catalog.active_revisions(self.name))
 
     def revisions(self, doc_id: str) -> list[tuple[int, str]]:
         """(revision, state) of every revision of ``doc_id`` the catalog remembers, oldest first."""
