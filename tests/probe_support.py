@@ -68,7 +68,7 @@ def prepare_cases(kb, home: Path) -> dict[str, dict]:
     from rag.retrieval.trace import Dropped
 
     out = {}
-    for question in (RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, CANTEEN_QUESTION):
+    for question in (RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, CANTEEN_QUESTION, ZH_QUESTION):
         turn, trace = ask(kb, question, conversation="probe-cases")
         cut = [c.chunk_id for c in trace.candidates if c.dropped_by is Dropped.THRESHOLD]
         used = [c.chunk_id for c in trace.evidence()]

@@ -9,7 +9,15 @@ import os
 import pytest
 import streamlit as st
 from app_support import ROOT
-from probe_support import CANTEEN_QUESTION, RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION, build_probe_kb, prepare_cases
+from probe_support import (
+    CANTEEN_QUESTION,
+    RECALL_QUESTION,
+    SICK_QUESTION,
+    TERM_QUESTION,
+    ZH_QUESTION,
+    build_probe_kb,
+    prepare_cases,
+)
 from streamlit.testing.v1 import AppTest
 
 from rag.config import Settings
@@ -108,6 +116,20 @@ def test_an_older_revision_is_reported_not_active(turns):
     at.text_input(key="probe_chunk").set_value("no-such-chunk")
     at = run(at.button(key="probe_run").click())
     assert "not a chunk id" in texts(at.error)
+
+
+def test_a_chinese_question_with_jieba_terms(turns):
+    case = turns[ZH_QUESTION]
+    at = open_why_not(case)
+    at = run(at.selectbox(key="probe_target").set_value("doc:expense_policy_zh.md"))
+    at = run(at.button(key="probe_run").click())
+    assert "It is evidence \\[1\\]" in texts(at.success)
+    bm25 = frame(at, "passed").set_index("stage").loc["BM25", "note"]
+    assert "住宿" in bm25 and "出差" in bm25
+    assert case["threshold_chunk"], "the default evidence floor drops a weak kept candidate for this question"
+    at.text_input(key="probe_chunk").set_value(case["threshold_chunk"])
+    at = run(at.button(key="probe_run").click())
+    assert "Excluded by threshold" in texts(at.warning)
 
 
 def test_ledger_and_sources_show_the_matched_terms(turns):
