@@ -90,7 +90,7 @@ def probe(kb, trace: Trace, target: ProbeTarget, settings: Settings | None = Non
     if active:
         _place(kb, trace, settings, out)
         _rerank(kb, trace, settings, out)
-    explain(kb, trace, settings, out, target)
+    explain(kb, trace, settings, out)
     return out
 
 

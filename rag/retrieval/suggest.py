@@ -23,7 +23,6 @@ from rag.store.tokenize import token_spans
 
 if TYPE_CHECKING:
     from rag.retrieval.probe import ProbeResult
-    from rag.retrieval.targets import ProbeTarget
 
 
 class ChangeKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
@@ -62,7 +61,7 @@ class Change:
         return self.kind in REPLAYABLE
 
 
-def explain(kb, trace: Trace, settings: Settings, out: ProbeResult, target: ProbeTarget) -> None:
+def explain(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     """Fill ``out.excluded_by``, ``out.reason`` and ``out.changes`` (smallest first)."""
     row = out.candidate
     if not out.active:
@@ -78,12 +77,16 @@ def explain(kb, trace: Trace, settings: Settings, out: ProbeResult, target: Prob
         out.excluded_by, out.reason = None, f"It is evidence [{row.final_rank}]."
     else:
         out.excluded_by = row.dropped_by if row is not None else Dropped.RECALL_CUT
-        _STAGES[out.excluded_by](kb, trace, settings, out)
+        _STAGES.get(out.excluded_by, _recall)(kb, trace, settings, out)
 
 
 def _recall(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     ranks = [p.rank for p in (out.dense, out.bm25) if p is not None and p.rank is not None]
     out.reason = f"Outside recall_k {out.recall_k} of both retrievers: {_places(out)}."
+    if out.candidate is not None:  # listed, but only by the wider retry
+        out.reason = (
+            f"Beyond recall_k {settings.recall_k} of both retrievers, listed only by the wider retry: {_places(out)}."
+        )
     changes = []
     if ranks:
         needed = _after_recall(kb, trace, settings, out, min(ranks))
