@@ -10,6 +10,7 @@ from appkit.widgets import column_config, settings_overrides
 from rag.ask import Turn
 from rag.eval.runs import add_judgement, goldset_paths
 from rag.kb import KnowledgeBase
+from rag.retrieval.matches import term_matches
 from rag.retrieval.replay import replay
 from rag.retrieval.trace import Trace
 from rag.views.answerability import feature_frame, verdict_lines
@@ -32,7 +33,7 @@ from rag.views.sources import source_views
 
 def candidates(kb: KnowledgeBase, trace: Trace) -> None:
     """The candidate ledger (filterable), with labelling of selected rows into a gold set."""
-    df = ledger_frame(trace)
+    df = ledger_frame(trace, term_matches(kb, trace))
     cols = st.columns([2, 2, 2])
     statuses = cols[0].multiselect("Status / dropped by", status_options(df), key="ledger_status")
     docs = cols[1].multiselect("Document", sorted(df["doc"].unique()), key="ledger_docs")
@@ -106,10 +107,11 @@ def _answerability(a) -> None:
 
 
 def sources(kb: KnowledgeBase, turn: Turn | None, trace: Trace) -> None:
-    views = source_views(trace, turn.answer if turn else None, kb.neighbours)
+    views = source_views(trace, turn.answer if turn else None, kb.neighbours, term_matches(kb, trace))
     if not views:
         st.info("No evidence was used for this question (see Scores & fallback for why).")
         return
+    st.caption("Highlighted: the spans the answer cites · underlined: the question's terms BM25 matched (outside them)")
     focus = st.query_params.get("cite", "")
     for v in views:
         cited = " · cited as " + " ".join(f":blue-badge[{n}]" for n in v.cited_by) if v.cited_by else ""

@@ -1,9 +1,10 @@
-"""Retrieval Inspector: every candidate, every stage's rank and score, the fallback, the cited spans."""
+"""Retrieval Inspector: every candidate, every stage's rank and score, the fallback, the cited spans, why not."""
 
 import streamlit as st
 
 import appkit
 from appkit import inspector as tab
+from appkit.probe import why_not
 from rag import ask
 from rag.answer import Outcome
 from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown
@@ -12,7 +13,7 @@ from rag.views.ledger import bm25_label
 
 appkit.page_setup()
 
-TABS = ["Candidates", "Scores & fallback", "Sources", "Queries & timings", "Replay"]
+TABS = ["Candidates", "Scores & fallback", "Sources", "Queries & timings", "Replay", "Why not"]
 
 st.title("Retrieval Inspector")
 kb = appkit.require_kb()
@@ -134,6 +135,7 @@ renderers = [
     lambda: tab.sources(kb, turn, trace),
     lambda: tab.queries(trace),
     lambda: tab.replay_run(kb, trace),
+    lambda: why_not(kb, trace),
 ]
 for shown, render in zip(tabs, renderers, strict=True):
     if shown.open is not False:

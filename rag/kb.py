@@ -27,12 +27,14 @@ from rag.records import ChunkRecord, DocumentRecord, Hit, TermStats
 from rag.store import writer
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
-from rag.store.vectors import VectorStore
+from rag.store.vectors import DenseMatrix, DenseScores, VectorStore
 
 log = logging.getLogger(__name__)
 # Chroma collection names ("rag_<kb>") must end with a letter or digit.
 KB_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?$")
 _catalogs: dict[Path, Catalog] = {}
+
+
 _catalogs_lock = threading.Lock()
 
 
@@ -68,6 +70,7 @@ class KnowledgeBase:
         self.embedder = embedder or load_embedder(settings)
         self._bm25: BM25Index | None = None
         self._bm25_lock = threading.Lock()
+        self._dense = DenseMatrix(self.vectors, self.embedder.dim)
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
         self.catalog.create_kb(
             name, self.embedder.model_id, self.embedder.dim, settings.chunk_size, settings.chunk_overlap
@@ -285,6 +288,17 @@ class KnowledgeBase:
         found = index.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         chunks = self.get_chunks([h.chunk_id for h in found])
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
+
+    def dense_scores(self, query_vec: np.ndarray) -> DenseScores:
+        """Cosine of ``query_vec`` with every active chunk's stored vector (see ``DenseMatrix``)."""
+        return self._dense.scores(query_vec, self.index_revision, lambda: self.catalog.active_revisions(self.name))
+
+    def revisions(self, doc_id: str) -> list[tuple[int, str]]:
+        """(revision, state) of every revision of ``doc_id`` the catalog remembers, oldest first."""
+        rows = self.catalog.q(
+            "SELECT revision, state FROM revisions WHERE kb=? AND doc_id=? ORDER BY revision", self.name, doc_id
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
 
     def term_stats(self, terms: list[str], doc_ids: set[str] | None = None) -> TermStats:
         """Chunks containing each BM25 term, within ``doc_ids`` when given (answerability)."""

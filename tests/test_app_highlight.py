@@ -7,7 +7,16 @@ import re
 
 import pytest
 
-from rag.views.highlight import Span, breadcrumb, excerpt, highlight, md_escape, merge_spans, passage_html
+from rag.views.highlight import (
+    Span,
+    breadcrumb,
+    excerpt,
+    highlight,
+    md_escape,
+    merge_spans,
+    passage_html,
+    term_spans,
+)
 
 PAYLOADS = [
     "<script>window.__xss=1</script>",
@@ -101,3 +110,26 @@ def test_md_escape_leaves_no_markdown_syntax_unescaped(text):
 def test_breadcrumb_escapes_every_part():
     out = breadcrumb("<img src=x onerror=1>.md", 3, ("A*", "[B]"))
     assert "\\<img" in out and "p. 3" in out and "A\\*" in out and "\\[B\\]" in out
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_matched_terms_are_marked_beside_cited_spans_and_escaped(payload):
+    text = f"Annual leave {payload}: employees get 25 days of annual leave."
+    cite = text.index("employees")
+    terms = term_spans(text, ["annual", "leav", "employe"])
+    assert [text[s.start : s.end] for s in terms] == ["Annual", "leave", "employees", "annual", "leave"]
+    out = highlight(text, [Span(cite, len(text), "1")], terms)
+    assert tags(out) == {"mark", "span"}  # nothing from the payload became a tag
+    assert html.unescape(re.sub(r"<[^>]+>", "", out)) == text
+    assert out.count('class="rs-term"') == 2 and out.count("<mark") == 1  # terms outside the cited span
+    cited = out[out.index("<mark") : out.index("</mark>")]
+    assert "rs-term" not in cited and "employees get 25 days of annual leave." in cited  # the quote stays whole
+    assert 'title="BM25 term: leav"' in out
+    alone = highlight(text, (), terms)
+    assert alone.count('class="rs-term"') == 5 and "<mark" not in alone
+
+
+def test_overlapping_jieba_terms_merge_into_one_mark():
+    text = "标准为二十五天"
+    marked = highlight(text, (), term_spans(text, ["二十", "十五", "二十五"]))
+    assert marked.count('class="rs-term"') == 1 and ">二十五</span>" in marked

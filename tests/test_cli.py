@@ -54,3 +54,21 @@ def test_kb_defaults_to_the_knowledge_base_the_app_opens(monkeypatch):
     args = build_parser().parse_args(["import", "in.zip"])  # import keeps the exported name
     resolve_kb(args)
     assert args.kb is None
+
+
+def test_why_names_the_stage_and_the_change_and_replays_it(tmp_path):
+    from probe_support import BICYCLE_NAME, RECALL_QUESTION, write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus")
+    assert run(tmp_path / "home", "ingest", str(corpus), "--kb", "why").returncode == 0
+    out = run(tmp_path / "home", "why", RECALL_QUESTION, "--kb", "why", "--doc", BICYCLE_NAME, "--replay")
+    assert out.returncode == 0, out.stderr
+    assert "Excluded by recall_cut" in out.stdout and "suggested: recall_k 20 → " in out.stdout
+    assert "had it been a candidate" in out.stdout and "permit" in out.stdout
+    assert "replay lets it in: yes" in out.stdout
+    zh = run(tmp_path / "home", "why", "员工出差住宿标准是多少？", "--kb", "why", "--doc", "expense_policy_zh.md")
+    assert zh.returncode == 0 and "住宿" in zh.stdout and "It is evidence [1]." in zh.stdout
+    bad = run(tmp_path / "home", "why", RECALL_QUESTION, "--kb", "why", "--doc", "bicycle.md")
+    assert bad.returncode == 2 and "Did you mean 'bicycles.md'" in bad.stderr and "Traceback" not in bad.stderr
+    chunk = run(tmp_path / "home", "why", RECALL_QUESTION, "--kb", "why", "--chunk", "bicycles")
+    assert chunk.returncode == 2 and "not a chunk id" in chunk.stderr

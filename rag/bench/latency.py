@@ -178,11 +178,21 @@ def add_query_parser(bsub) -> argparse.ArgumentParser:
     )
     p.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated chunk counts")
     p.add_argument("--queries", type=int, default=100)
+    p.add_argument(
+        "--kb",
+        default="",
+        help="instead: time the Inspector's why-not probe against an ask on this knowledge base (demo: gold questions)",
+    )
     p.set_defaults(func=main_query)
     return p
 
 
 def main_query(args: argparse.Namespace) -> int:
+    if getattr(args, "kb", ""):
+        from rag.bench.probe_cost import bench_probe
+
+        bench_probe(Settings.from_env(), args.kb)
+        return 0
     sizes = tuple(int(s) for s in str(getattr(args, "sizes", "")).split(",") if s) or SIZES
     corpus = resolve_dataset(args.corpus) if getattr(args, "corpus", None) else None
     bench_query(Settings.from_env(), corpus, sizes, getattr(args, "queries", 100))

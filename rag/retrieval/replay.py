@@ -77,12 +77,22 @@ def settings_for(trace: Trace, base: Settings, changes: dict[str, Any] | None = 
 
 
 def replay(
-    kb: KnowledgeSource, trace: Trace | str, changes: dict[str, Any] | None = None, llm=None, persist: bool = True
+    kb: KnowledgeSource,
+    trace: Trace | str,
+    changes: dict[str, Any] | None = None,
+    llm=None,
+    persist: bool = True,
+    filters: dict[str, Any] | None = None,
+    question: str = "",
 ) -> Replay:
-    """Re-run a stored trace's question (by ``Trace`` or id) and diff the result against it."""
+    """Re-run a stored trace's question (by ``Trace`` or id) and diff the result against it.
+
+    ``filters`` (when not None) replace the trace's filters and ``question`` (when given) its
+    question: the why-not probe's suggestions change those too."""
     old = load_trace(kb, trace) if isinstance(trace, str) else trace
     settings = settings_for(old, kb.settings, changes)
-    new = retrieve(kb, old.question, settings, filters=old.filters or None, llm=llm, persist=persist)
+    scope = old.filters if filters is None else filters
+    new = retrieve(kb, question or old.question, settings, filters=scope or None, llm=llm, persist=persist)
     return Replay(old, new, diff_traces(old, new))
 
 

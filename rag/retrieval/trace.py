@@ -27,6 +27,7 @@ class Dropped(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     DEDUPE = "dedupe"  # same chunk (or same text) already in the evidence
     BUDGET = "budget"  # evidence character budget exhausted
     FILTER = "filter"  # excluded by a document/tag/date filter
+    NOT_INDEXED = "not_indexed"  # no active chunk: an older revision, a deleted document or a failed upload
 
 
 class FallbackAction(str, Enum):  # noqa: UP042

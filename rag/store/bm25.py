@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,6 +49,19 @@ class SparseHit:
     score: float
 
 
+@dataclass(frozen=True)
+class SparseProbe:
+    """One chunk's place in the full BM25 order of a query (not only the top k), with what each
+    query term added to its score, so the Inspector can say why it ranked where it did."""
+
+    chunk_id: str
+    rank: int | None  # 1 + chunks in scope scoring higher; None when it matches no query term
+    score: float
+    scored: int  # chunks in scope with a positive score: the length of the full BM25 list
+    terms: dict[str, float]  # query term -> its share of ``score`` (chunk + document part), when > 0
+    missing: tuple[str, ...]  # query terms (BM25 tokens) the chunk's own text lacks
+
+
 class BM25Index:
     """Immutable once built; ``search`` is thread-safe."""
 
@@ -69,6 +83,7 @@ class BM25Index:
         rows = {d: i for i, d in enumerate(dict.fromkeys(owners))}
         self._chunk_doc = np.array([rows[d] for d in owners], dtype=np.int64)
         self._doc_rows: dict[str, list[int]] | None = None  # built on the first filtered search
+        self._row: dict[str, int] | None = None  # chunk id -> row, built on the first probe
 
     def _rows_of(self, doc_ids: set[str]) -> list[int]:
         if self._doc_rows is None:
@@ -103,6 +118,14 @@ class BM25Index:
         q = tokenize(query)
         if not q or not any(t in self._retriever.vocab_dict for t in q):
             return []
+        scores = self._scores(q, doc_ids, doc_weight)
+        k = min(k, len(self.ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [SparseHit(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def _scores(self, q: list[str], doc_ids: set[str] | None, doc_weight: float) -> np.ndarray:
+        """bm25s's score of every chunk for the tokens ``q`` (document evidence added, scope masked)."""
         scores = self._retriever.get_scores(q)
         if doc_weight and self._docs is not None:
             doc_scores = self._docs.get_scores(q)[self._chunk_doc]
@@ -111,10 +134,68 @@ class BM25Index:
             mask = np.zeros(len(self.ids), dtype=scores.dtype)
             mask[self._rows_of(doc_ids)] = 1
             scores = scores * mask
-        k = min(k, len(self.ids))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [SparseHit(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+        return scores
+
+    def scores_of(self, query: str, chunk_ids: list[str], doc_weight: float = 0.0) -> np.ndarray:
+        """The BM25 score of each of ``chunk_ids`` for ``query`` (0 for a chunk not in the index)."""
+        q = tokenize(query)
+        out = np.zeros(len(chunk_ids), dtype=np.float64)
+        if self._retriever is None or not any(t in self._retriever.vocab_dict for t in q):
+            return out
+        scores = self._scores(q, None, doc_weight)
+        for i, cid in enumerate(chunk_ids):
+            if self.has(cid):
+                out[i] = float(scores[self._row[cid]])
+        return out
+
+    def has(self, chunk_id: str) -> bool:
+        """Whether ``chunk_id`` is in this index (an active chunk when it was built)."""
+        if self._row is None:
+            self._row = {cid: i for i, cid in enumerate(self.ids)}
+        return chunk_id in self._row
+
+    def probe(self, query: str, chunk_id: str, doc_ids: set[str] | None = None, doc_weight: float = 0.0) -> SparseProbe:
+        """Where ``chunk_id`` stands in the full BM25 order for ``query``: bm25s scores every chunk
+        for a query anyway, so the rank beyond ``k`` costs one comparison over that vector."""
+        if not self.has(chunk_id):
+            raise ValueError(f"chunk {chunk_id!r} is not in the BM25 index")
+        q = tokenize(query)
+        known = [t for t in q if self._retriever is not None and t in self._retriever.vocab_dict]
+        missing = tuple(dict.fromkeys(t for t in q if t not in known))
+        if not known:
+            return SparseProbe(chunk_id, None, 0.0, 0, {}, missing)
+        scores = self._scores(q, doc_ids, doc_weight)
+        row = self._row[chunk_id]
+        score = float(scores[row])
+        terms = self.term_scores(query, [chunk_id], doc_weight)[chunk_id]
+        lacks = [t for t in dict.fromkeys(known) if self._retriever.get_scores([t])[row] <= 0]
+        rank = 1 + int((scores > scores[row]).sum()) if score > 0 else None
+        return SparseProbe(chunk_id, rank, score, int((scores > 0).sum()), terms, missing + tuple(lacks))
+
+    def term_scores(self, query: str, chunk_ids: Iterable[str], doc_weight: float = 0.0) -> dict[str, dict[str, float]]:
+        """Each query term's contribution to each chunk's BM25 score (terms it lacks left out).
+
+        The query is scored one term at a time with bm25s's own ``get_scores`` (BM25 is a sum over
+        query tokens, so the parts add up to the full score); a chunk's document part is added
+        only where the whole query matches the chunk, as in ``search``."""
+        chunk_ids = [c for c in chunk_ids if self.has(c)]
+        out: dict[str, dict[str, float]] = {c: {} for c in chunk_ids}
+        if self._retriever is None or not chunk_ids:
+            return out
+        q = [t for t in tokenize(query) if t in self._retriever.vocab_dict]
+        if not q:
+            return out
+        rows = np.array([self._row[c] for c in chunk_ids], dtype=np.int64)
+        matched = self._retriever.get_scores(q)[rows] > 0
+        for term, count in Counter(q).items():
+            part = self._retriever.get_scores([term])[rows].astype(np.float64)
+            if doc_weight and self._docs is not None:
+                doc_part = self._docs.get_scores([term])[self._chunk_doc[rows]]
+                part = part + np.where(matched, doc_weight * doc_part, 0.0)
+            for cid, value in zip(chunk_ids, part * count, strict=True):
+                if value > 0:
+                    out[cid][term] = float(value)
+        return out
 
     def term_stats(self, terms: Iterable[str], doc_ids: set[str] | None = None) -> TermStats:
         """How many chunks (of ``doc_ids`` when given) contain each of ``terms`` (already tokenized),

@@ -34,3 +34,17 @@ def tokenize(text: str) -> list[str]:
             latin.append(word)
     out.extend(_stemmer().stemWords(latin))
     return out
+
+
+def token_spans(text: str) -> list[tuple[str, int, int]]:
+    """(BM25 token, start, end) for each token ``tokenize`` would make of ``text``, with its place
+    in ``text``, so that the query terms BM25 matched can be marked in the chunk as written."""
+    out: list[tuple[str, int, int]] = []
+    for m in _SPLIT.finditer(text):
+        if m.group(1):
+            for word, start, end in jieba.tokenize(m.group(1), mode="search"):
+                if word.strip() and word not in _CJK_PUNCT_OR_STOP:
+                    out.append((word.lower(), m.start() + start, m.start() + end))
+        elif (word := m.group(2).lower()) not in _STOP:
+            out.append((_stemmer().stemWord(word), m.start(), m.end()))
+    return out

@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, NamedTuple, TypeVar
 
 import chromadb
 import httpx
@@ -241,6 +241,54 @@ class VectorStore:
             yield from zip(got["ids"], got["documents"], got["metadatas"], strict=False)
             offset += len(got["ids"])
 
+    def all_embeddings(self, batch: int = 2000):
+        """Yield (id, metadata, vector) for every stored vector (the why-not probe's dense ranks)."""
+        offset = 0
+        while True:
+            got = self._call(
+                "get",
+                lambda at=offset: self.collection.get(limit=batch, offset=at, include=["metadatas", "embeddings"]),
+            )
+            if not len(got["ids"]):
+                return
+            yield from zip(got["ids"], got["metadatas"], got["embeddings"], strict=False)
+            offset += len(got["ids"])
+
     def get_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
         got = self._call("get", lambda: self.collection.get(ids=ids, include=["embeddings"]))
         return {cid: np.asarray(e, dtype=np.float32) for cid, e in zip(got["ids"], got["embeddings"], strict=False)}
+
+
+class DenseScores(NamedTuple):
+    """Every active chunk's cosine with one query vector: ``scores[i]`` belongs to ``ids[i]``."""
+
+    ids: list[str]
+    scores: np.ndarray
+
+
+class DenseMatrix:
+    """Every active chunk's stored vector, for exact dense ranks beyond the top k (the why-not
+    probe). Read from the vector store once per index revision and kept, so a probe after the
+    first costs one matrix-vector product rather than a search for every chunk."""
+
+    def __init__(self, store: VectorStore, dim: int) -> None:
+        self.store, self.dim = store, dim
+        self._cached: tuple[int, list[str], np.ndarray] | None = None  # (index revision, ids, vectors)
+        self._lock = threading.Lock()
+
+    def scores(self, query_vec: np.ndarray, revision: int, active: Callable[[], dict[str, int]]) -> DenseScores:
+        """Cosine of ``query_vec`` with each chunk whose revision ``active()`` (doc id -> revision) names."""
+        with self._lock:
+            cached = self._cached
+        if cached is None or cached[0] != revision:
+            live = active()
+            ids, vecs = [], []
+            for cid, meta, vec in self.store.all_embeddings():
+                if live.get(str((meta or {}).get("doc_id"))) == (meta or {}).get("revision"):
+                    ids.append(cid)
+                    vecs.append(vec)
+            cached = (revision, ids, np.asarray(vecs, dtype=np.float32).reshape(len(ids), self.dim))
+            with self._lock:
+                self._cached = cached
+        _, ids, matrix = cached
+        return DenseScores(ids, matrix @ np.asarray(query_vec, dtype=np.float32))

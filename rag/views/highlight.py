@@ -2,7 +2,8 @@
 
 Everything a page shows from a document, a filename or a model passes through here.
 ``highlight`` cuts the *raw* text at the span offsets, escapes every piece, and only then
-joins them with ``<mark>`` tags, so no character of the input can ever become markup.
+joins them with ``<mark>`` tags (and ``<span class="rs-term">`` for matched query terms), so no
+character of the input can ever become markup.
 ``md_escape`` does the same job for Markdown contexts (captions, labels, answers).
 """
 
@@ -13,7 +14,11 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from rag.store.tokenize import token_spans
+
 MARK_STYLE = "background:#ffe58a;color:inherit;padding:0 1px;border-radius:2px"
+# a matched query term: underlined, a mark of its own beside the cited spans' fill
+TERM_STYLE = "background:transparent;color:inherit;border-bottom:2px solid #2563eb;padding:0"
 NEIGHBOUR_STYLE = "opacity:.6"
 PASSAGE_STYLE = (
     "white-space:pre-wrap;font-family:inherit;font-size:.92rem;line-height:1.5;"
@@ -66,17 +71,41 @@ def merge_spans(spans: Iterable[Span], length: int) -> list[Span]:
     return merged
 
 
-def highlight(text: str, spans: Iterable[Span] = ()) -> str:
-    """``text`` as HTML with every span wrapped in ``<mark>``; all text escaped before marking up."""
+def highlight(text: str, spans: Iterable[Span] = (), terms: Iterable[Span] = ()) -> str:
+    """``text`` as HTML with every span wrapped in ``<mark>`` and every matched query term outside
+    them underlined (``<span class="rs-term">``); all text escaped before marking up. A cited span
+    keeps its text whole, so the quote reads, copies and searches as one piece."""
     text = text or ""
+    words = merge_spans(terms, len(text))
     out, pos = [], 0
     for s in merge_spans(spans, len(text)):
-        out.append(escape(text[pos : s.start]))
+        out.append(_terms_html(text, pos, s.start, words))
         title = f' title="[{escape(s.label)}]"' if s.label else ""
         out.append(f'<mark style="{MARK_STYLE}"{title}>{escape(text[s.start : s.end])}</mark>')
         pos = s.end
-    out.append(escape(text[pos:]))
+    out.append(_terms_html(text, pos, len(text), words))
     return "".join(out)
+
+
+def _terms_html(text: str, lo: int, hi: int, words: Sequence[Span]) -> str:
+    """``text[lo:hi]`` escaped, with the parts of ``words`` (merged spans) inside it underlined."""
+    out, pos = [], lo
+    for w in words:
+        start, end = max(w.start, pos), min(w.end, hi)
+        if end <= start:
+            continue
+        title = f' title="BM25 term: {escape(w.label)}"' if w.label else ""
+        out.append(escape(text[pos:start]))
+        out.append(f'<span class="rs-term" style="{TERM_STYLE}"{title}>{escape(text[start:end])}</span>')
+        pos = end
+    out.append(escape(text[pos:hi]))
+    return "".join(out)
+
+
+def term_spans(text: str, terms: Iterable[str]) -> list[Span]:
+    """Where the BM25 ``terms`` (stemmed, or jieba words) occur in ``text``, labelled with the term."""
+    wanted = set(terms)
+    return [Span(start, end, term) for term, start, end in token_spans(text or "") if term in wanted]
 
 
 def excerpt(text: str, spans: Sequence[Span], context: int = 240) -> Excerpt:
@@ -114,13 +143,17 @@ def _snap_forward(text: str, hi: int, limit: int) -> int:
 
 
 def passage_html(
-    text: str, spans: Iterable[Span] = (), dim: bool = False, cut: tuple[bool, bool] = (False, False)
+    text: str,
+    spans: Iterable[Span] = (),
+    dim: bool = False,
+    cut: tuple[bool, bool] = (False, False),
+    terms: Iterable[Span] = (),
 ) -> str:
-    """A block of source text with highlighted spans, ready for ``st.html``."""
+    """A block of source text with highlighted spans (and matched terms), ready for ``st.html``."""
     style = PASSAGE_STYLE + (";" + NEIGHBOUR_STYLE if dim else "")
     before = "… " if cut[0] else ""
     after = " …" if cut[1] else ""
-    return f'<div class="rs-passage" style="{style}">{before}{highlight(text, spans)}{after}</div>'
+    return f'<div class="rs-passage" style="{style}">{before}{highlight(text, spans, terms)}{after}</div>'
 
 
 def excerpt_html(text: str, spans: Sequence[Span], context: int = 240) -> str:

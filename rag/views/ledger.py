@@ -8,12 +8,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from rag.retrieval.matches import TermMatch
 from rag.retrieval.trace import Candidate, Trace
 from rag.stages import RANKED_STAGES, TIMED_STAGES, TOTAL, Stage
+from rag.store.tokenize import token_spans
 from rag.views.highlight import md_escape
 
 STAGES = tuple(s.label for s in RANKED_STAGES)  # as the rank-flow chart shows them
@@ -41,6 +43,7 @@ LEDGER_COLUMNS = [
     "page",
     "heading",
     "queries",
+    "bm25_terms",
     "text",
     "chunk_id",
 ]
@@ -69,6 +72,12 @@ def ledger_columns(trace: Trace) -> dict[str, tuple[str, str, str]]:
         "rrf_score": ("RRF score", "%.4f", "Reciprocal Rank Fusion over all queries and both retrievers"),
         "rerank_rank": ("rerank #", "int", ""),
         "rerank_score": ("rerank score", "%.3f", f"From {trace.reranker}"),
+        "bm25_terms": (
+            "BM25 terms",
+            "",
+            "Query terms BM25 matched in the chunk and what each added to its BM25 score (bm25s, one term at a "
+            "time); '+doc' terms score only through its document; '(rewrite)' marks terms the rewrite added",
+        ),
         "chunk_id": ("chunk id", "", ""),
     }
 
@@ -84,7 +93,22 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _row(c: Candidate) -> dict:
+def terms_text(text: str, match: TermMatch | None) -> str:
+    """'annual 3.23 · paid 1.94 · +doc how 0.53': each term as the chunk writes it, best first."""
+    if match is None:
+        return ""
+    surface: dict[str, str] = {}
+    for term, start, end in token_spans(text or ""):
+        surface.setdefault(term, text[start:end].lower())
+    parts = [
+        f"{'+doc ' if term in match.via_document else ''}{surface.get(term, term)} {value:.2f}"
+        + (" (rewrite)" if term in match.rewrite else "")
+        for term, value in sorted({**match.terms, **match.via_document}.items(), key=lambda kv: -kv[1])
+    ]
+    return " · ".join(parts)
+
+
+def _row(c: Candidate, match: TermMatch | None = None) -> dict:
     return {
         "final": c.final_rank,
         "status": status_of(c),
@@ -101,14 +125,16 @@ def _row(c: Candidate) -> dict:
         "rerank_rank": c.rerank_rank,
         "rerank_score": c.rerank_score,
         "queries": ", ".join(f"q{i + 1}" for i in c.found_by),
+        "bm25_terms": terms_text(c.text, match),
         "text": preview(c.text),
         "chunk_id": c.chunk_id,
     }
 
 
-def ledger_frame(trace: Trace) -> pd.DataFrame:
-    """Every candidate, evidence first (by final rank), then by rerank, RRF rank."""
-    rows = [_row(c) for c in trace.candidates]
+def ledger_frame(trace: Trace, matches: Mapping[str, TermMatch] | None = None) -> pd.DataFrame:
+    """Every candidate, evidence first (by final rank), then by rerank, RRF rank; with ``matches``
+    (``rag.retrieval.matches``) the BM25 terms each one matched."""
+    rows = [_row(c, (matches or {}).get(c.chunk_id)) for c in trace.candidates]
     df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
     for col in ("final", "dense_rank", "bm25_rank", "rrf_rank", "rerank_rank", "page"):
         df[col] = df[col].astype("Int64")

@@ -6,13 +6,14 @@ an overlapping neighbour. All text is escaped by ``rag.views.highlight`` before 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.answer import Answer, Citation
 from rag.records import ChunkRecord
+from rag.retrieval.matches import TermMatch
 from rag.retrieval.trace import Trace
-from rag.views.highlight import Span, breadcrumb, passage_html
+from rag.views.highlight import Span, breadcrumb, passage_html, term_spans
 
 
 @dataclass
@@ -43,24 +44,30 @@ def local_spans(cites: Sequence[Citation], start: int, end: int) -> list[Span]:
     return out
 
 
-def _passage(chunk_id: str, doc: str, page: int, heading, text: str, start: int, cites, dim=False) -> Passage:
+def _passage(chunk_id: str, doc: str, page: int, heading, text: str, start: int, cites, dim=False, terms=()) -> Passage:
     spans = local_spans(cites, start, start + len(text))
-    return Passage(chunk_id, breadcrumb(doc, page, heading), passage_html(text, spans, dim=dim), len(spans))
+    html = passage_html(text, spans, dim=dim, terms=term_spans(text, terms))
+    return Passage(chunk_id, breadcrumb(doc, page, heading), html, len(spans))
 
 
 def source_views(
     trace: Trace,
     answer: Answer | None,
     neighbours: Callable[[str], list[ChunkRecord]] | None = None,
+    matches: Mapping[str, TermMatch] | None = None,
 ) -> list[SourceView]:
-    """One view per evidence chunk in [n] order; neighbours not already in the evidence are added dimmed."""
+    """One view per evidence chunk in [n] order; neighbours not already in the evidence are added dimmed.
+    With ``matches`` the query terms BM25 matched in each chunk are marked beside the cited spans."""
     evidence = trace.evidence()
     cites = list(answer.citations) if answer and not answer.refused else []
     in_evidence = {c.chunk_id for c in evidence}
     views = []
     for n, c in enumerate(evidence, start=1):
         mine = [x for x in cites if x.doc_id == c.doc_id]
-        main = _passage(c.chunk_id, c.doc_name or c.doc_id, c.page, c.heading_path, c.text, c.char_start, mine)
+        terms = matches[c.chunk_id].terms if matches and c.chunk_id in matches else ()
+        main = _passage(
+            c.chunk_id, c.doc_name or c.doc_id, c.page, c.heading_path, c.text, c.char_start, mine, False, terms
+        )
         near = []
         for nb in neighbours(c.chunk_id) if neighbours and not c.expanded_from else []:
             if nb.id not in in_evidence:

@@ -1,0 +1,263 @@
+"""For a probed chunk: the first stage that excluded it, why, and the smallest change that would
+have let it in.
+
+A change is a set of settings (or, for a term or a filter, another question or other filters)
+that replay runs as it is, so the Inspector offers it in one click. The figures it names come
+from the probe's placement of the chunk; the replay is the check, since a change also moves
+every other candidate.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from rag.config import Settings
+from rag.retrieval.answerability import vetoing
+from rag.retrieval.pipeline import rerank_pool, retrieve
+from rag.retrieval.trace import Dropped, FallbackAction, Trace
+from rag.store.tokenize import token_spans
+
+if TYPE_CHECKING:
+    from rag.retrieval.probe import ProbeResult
+
+
+class ChangeKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
+    RECALL_K = "recall_k"  # a retriever lists it only further down: list more per retriever
+    TOP_N = "top_n"  # the reranker placed it below top_n: keep more
+    THRESHOLD = "threshold"  # a threshold refused the question or dropped it: lower that threshold
+    TERM = "term"  # the question has a word the chunk (or every chunk) lacks: ask without it
+    FILTER = "filter"  # the question's filters exclude its document: drop those filters
+    BUDGET = "budget"  # the evidence character budget ran out before it: raise the budget
+    REVISION = "revision"  # an older revision: its document's active revision replaced it
+    REINDEX = "reindex"  # deleted, failed or never ingested: upload the document (again)
+    NONE = "none"  # nothing to change (it is evidence, or a duplicate of evidence)
+
+
+MAX_DROPPED_TERMS = 2  # a question missing more of its words than this needs rewording, not trimming
+REPLAYABLE = {
+    ChangeKind.RECALL_K,
+    ChangeKind.TOP_N,
+    ChangeKind.THRESHOLD,
+    ChangeKind.TERM,
+    ChangeKind.FILTER,
+    ChangeKind.BUDGET,
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: ChangeKind
+    text: str  # what to change, in words
+    settings: dict[str, Any] = field(default_factory=dict)  # replay's setting overrides
+    filters: dict[str, Any] | None = None  # replay with these filters (None: the trace's own)
+    question: str = ""  # replay this question ('' : the trace's own)
+
+    @property
+    def replayable(self) -> bool:
+        return self.kind in REPLAYABLE
+
+
+def explain(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    """Fill ``out.excluded_by``, ``out.reason`` and ``out.changes`` (smallest first)."""
+    row = out.candidate
+    if not out.active:
+        out.excluded_by, out.reason = Dropped.NOT_INDEXED, f"{out.state}, so no retriever could list it."
+        out.changes = [_not_indexed(kb, out)]
+    elif out.filtered:
+        out.excluded_by = Dropped.FILTER
+        shown = ", ".join(f"{k}={trace.filters[k]}" for k in out.filtered)
+        out.reason = f"Its document is outside the question's filters ({shown}); its ranks are given as without them."
+        rest = {k: v for k, v in trace.filters.items() if k not in out.filtered}
+        out.changes = [Change(ChangeKind.FILTER, f"drop the filter {shown}", filters=rest)]
+    elif row is not None and row.kept:
+        out.excluded_by, out.reason = None, f"It is evidence [{row.final_rank}]."
+    else:
+        out.excluded_by = row.dropped_by if row is not None else Dropped.RECALL_CUT
+        _STAGES.get(out.excluded_by, _recall)(kb, trace, settings, out)
+
+
+def _recall(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    ranks = [p.rank for p in (out.dense, out.bm25) if p is not None and p.rank is not None]
+    out.reason = f"Outside recall_k {out.recall_k} of both retrievers: {_places(out)}."
+    if out.candidate is not None:  # listed, but only by the wider retry
+        out.reason = (
+            f"Beyond recall_k {settings.recall_k} of both retrievers, listed only by the wider retry: {_places(out)}."
+        )
+    changes = []
+    if ranks:
+        needed = _after_recall(kb, trace, settings, out, min(ranks))
+        changes.append(Change(ChangeKind.RECALL_K, _say(needed, settings), needed))
+    else:
+        out.reason = f"No retriever lists it: {_places(out)}."
+    changes += _term(kb, trace, out)
+    out.changes = changes or [Change(ChangeKind.NONE, "no setting lets it in: it shares no term with the question")]
+
+
+def _fusion(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    sparse_only = bool(out.dense_note)
+    pool = rerank_pool(out.recall_k, sparse_only)
+    rank = out.candidate.fused_rank or 0
+    out.reason = f"Recalled, but fused at RRF #{rank}: the reranker scores only the top {pool} fused candidates."
+    k = rank * 2 if sparse_only else math.ceil(rank / 2)
+    needed = _after_recall(kb, trace, settings, out, max(k, settings.recall_k + 1))
+    out.changes = [Change(ChangeKind.RECALL_K, _say(needed, settings), needed)]
+
+
+def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    out.reason = f"Reranked #{out.rerank_rank} (score {out.rerank_score:.3f}); top_n {settings.top_n} keeps the first {settings.top_n}."
+    needed = {"top_n": out.rerank_rank} | _min_score(settings, out) | _budget_need(trace, settings, out)
+    needed |= _refusal(trace, settings, out)
+    out.changes = [Change(ChangeKind.TOP_N, _say(needed, settings), needed)]
+
+
+def _threshold(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    fb = trace.fallback
+    if fb is not None and fb.action is not FallbackAction.ANSWER:
+        out.reason = f"Reranked #{out.rerank_rank}, but the question was not answered ({fb.action.value}): {fb.reason}."
+        terms = _absent(trace)
+        change = _refusal(trace, settings, out)
+        out.changes = ([_drop_words(trace.question, terms, "no searched chunk has")] if terms else []) + (
+            [Change(ChangeKind.THRESHOLD, _say(change, settings), change)] if change else []
+        )
+        return
+    floor = _below(out.rerank_score or 0.0)
+    out.reason = (
+        f"Its rerank score {out.rerank_score:.3f} is under evidence_min_score {settings.evidence_min_score:g}, "
+        "below which a kept candidate is not evidence."
+    )
+    needed = {"evidence_min_score": floor}
+    out.changes = [Change(ChangeKind.THRESHOLD, _say(needed, settings), needed)]
+
+
+def _dedupe(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    out.reason = "Its text is already in the evidence (the same chunk or the same text in another one)."
+    out.changes = [Change(ChangeKind.NONE, "nothing: its text is already evidence")]
+
+
+def _budget(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+    out.reason = f"The evidence budget of {settings.evidence_budget_chars} characters ran out before it."
+    needed = {"evidence_budget_chars": settings.evidence_budget_chars + len(out.text)}
+    out.changes = [Change(ChangeKind.BUDGET, _say(needed, settings), needed)]
+
+
+_STAGES = {
+    Dropped.RECALL_CUT: _recall,
+    Dropped.FUSION_CUT: _fusion,
+    Dropped.RERANK_CUT: _rerank,
+    Dropped.THRESHOLD: _threshold,
+    Dropped.DEDUPE: _dedupe,
+    Dropped.BUDGET: _budget,
+}
+
+
+def _after_recall(kb, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> dict[str, Any]:
+    """``recall_k``, and what else would stop the chunk once recalled that wide. A wider recall
+    brings other candidates too, so the question is retrieved once more with it (not saved) and
+    the chunk's rerank place, the evidence budget and the fallback are read from that trial."""
+    needed: dict[str, Any] = {"recall_k": recall_k}
+    trial = retrieve(kb, trace.question, settings.replace(recall_k=recall_k), trace.filters or None, persist=False)
+    row = trial.by_id().get(out.chunk_id)
+    if row is None or row.rerank_rank is None:
+        return needed
+    out.rerank_rank, out.rerank_score, out.pool = (
+        row.rerank_rank,
+        row.rerank_score,
+        sum(1 for c in trial.candidates if c.rerank_rank is not None),
+    )
+    if row.rerank_rank > settings.top_n:
+        needed["top_n"] = row.rerank_rank
+    return needed | _min_score(settings, out) | _budget_need(trial, settings, out) | _refusal(trial, settings, out)
+
+
+def _budget_need(trace: Trace, settings: Settings, out: ProbeResult) -> dict[str, Any]:
+    """The evidence budget that fits every candidate reranked up to the chunk (duplicates aside)."""
+    ahead = [c for c in trace.candidates if c.rerank_rank is not None and c.rerank_rank <= (out.rerank_rank or 0)]
+    used = sum(len(c.text) for c in ahead if c.dropped_by is not Dropped.DEDUPE)
+    return {"evidence_budget_chars": used} if used > settings.evidence_budget_chars else {}
+
+
+def _min_score(settings: Settings, out: ProbeResult) -> dict[str, Any]:
+    """The evidence floor change a calibrated score under it needs (the best candidate always stays)."""
+    score = out.rerank_score
+    if not out.calibrated or score is None or out.rerank_rank == 1 or score >= settings.evidence_min_score:
+        return {}
+    return {"evidence_min_score": _below(score)}
+
+
+def _refusal(trace: Trace, settings: Settings, out: ProbeResult) -> dict[str, Any]:
+    """The threshold change that turns the traced refusal into an answer ({} when it answered)."""
+    fb, verdict = trace.fallback, trace.answerability
+    if fb is None or fb.action is FallbackAction.ANSWER or fb.best_score is None:
+        return {}
+    if _absent(trace):
+        return {"answerable_threshold": 0.0}  # the absent-term rule refuses whatever the score
+    name = "answerable_threshold" if verdict is not None and verdict.weights else "rerank_threshold"
+    return {name: _below(fb.best_score)}
+
+
+def _absent(trace: Trace) -> list[str]:
+    """The question's words that refused it on their own (found in no searched chunk)."""
+    a = trace.answerability
+    return vetoing(a.absent_terms, a.script, trace.question) if a is not None and not a.answerable else []
+
+
+def _term(kb, trace: Trace, out: ProbeResult) -> list[Change]:
+    """Ask without the question's words the chunk lacks, when it lacks only a few and matches the others."""
+    held = [t for t in out.terms if t not in out.missing_terms]  # terms in the chunk's own text
+    if not 0 < len(out.missing_terms) <= MAX_DROPPED_TERMS or not held:
+        return []
+    change = _drop_words(trace.question, out.missing_terms, "the chunk lacks", tokens=True)
+    if not change.question:
+        return []
+    found = kb.bm25().probe(change.question, out.chunk_id, None, kb.settings.bm25_doc_weight)
+    rank = f"BM25 would rank it #{found.rank}" if found.rank else "BM25 would still not match it"
+    return [Change(change.kind, f"{change.text} ({rank})", question=change.question)]
+
+
+def _drop_words(question: str, words: list[str], why: str, tokens: bool = False) -> Change:
+    """The question without ``words`` (surface words, or BM25 tokens when ``tokens``)."""
+    spans = [(s, e) for t, s, e in token_spans(question) if t in set(words)] if tokens else [
+        m.span() for w in words for m in re.finditer(rf"(?<!\w){re.escape(w)}(?!\w)", question, re.IGNORECASE)
+    ]  # fmt: skip
+    keep = [ch for i, ch in enumerate(question) if not any(s <= i < e for s, e in spans)]
+    shown = sorted({question[s:e] for s, e in spans}) or words
+    reduced = " ".join(w for w in "".join(keep).split() if re.search(r"\w", w) or w in "?？")
+    reduced = reduced if reduced.strip(" ?？.,，") else ""
+    return Change(ChangeKind.TERM, f"{why} {', '.join(repr(w) for w in shown)}: ask without it", question=reduced)
+
+
+def _not_indexed(kb, out: ProbeResult) -> Change:
+    if out.state.startswith("not active") and "replaced by revision" in out.state:
+        active = kb.catalog.active_revisions(kb.name, [out.doc_id]).get(out.doc_id)
+        return Change(
+            ChangeKind.REVISION,
+            f"probe revision {active} of {out.doc_name or out.doc_id} instead: it replaced this one",
+        )
+    name = out.doc_name or out.doc_id
+    return Change(
+        ChangeKind.REINDEX, f"upload '{name}' again (Upload page, or `python -m rag ingest FILE --kb {kb.name}`)"
+    )
+
+
+def _places(out: ProbeResult) -> str:
+    dense = (
+        "dense not used for this question (English-only embedder, CJK question)" if out.dense_note
+        else f"dense #{out.dense.rank} of {out.dense.listed} (cosine {out.dense.score:.3f})" if out.dense and out.dense.rank
+        else "dense: not listed"
+    )  # fmt: skip
+    b = out.bm25
+    sparse = f"BM25 #{b.rank} of {b.listed} (score {b.score:.2f})" if b and b.rank else "BM25: matches no query term"
+    return f"{dense}, {sparse}"
+
+
+def _below(value: float) -> float:
+    """A threshold that ``value`` passes (``>=``): ``value`` rounded down to 3 decimals."""
+    return math.floor(value * 1000) / 1000
+
+
+def _say(needed: dict[str, Any], settings: Settings) -> str:
+    return "; ".join(f"{k} {getattr(settings, k)} → {v}" for k, v in needed.items())

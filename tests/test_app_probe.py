@@ -1,0 +1,139 @@
+"""The Inspector's "Why not" tab through AppTest, on a 'demo' knowledge base built here from the
+probe corpus (tests/probe_support.py), with the default settings: each case is a chunk the
+question did not use, the stage that excluded it, the suggested change, and its replay."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import streamlit as st
+from app_support import ROOT
+from probe_support import (
+    CANTEEN_QUESTION,
+    RECALL_QUESTION,
+    SICK_QUESTION,
+    TERM_QUESTION,
+    ZH_QUESTION,
+    build_probe_kb,
+    prepare_cases,
+)
+from streamlit.testing.v1 import AppTest
+
+from rag.config import Settings
+
+pytestmark = pytest.mark.slow
+TIMEOUT = 240
+
+
+@pytest.fixture(scope="module")
+def turns(tmp_path_factory, embedder):
+    """RAG_HOME with the probe corpus as 'demo' and one turn per case (tests/probe_support.py)."""
+    home = tmp_path_factory.mktemp("app-probe") / "home"
+    saved = os.environ.get("RAG_HOME")
+    os.environ["RAG_HOME"] = str(home)
+    st.cache_resource.clear()
+    kb = build_probe_kb(Settings.from_env(), embedder, "demo")
+    yield prepare_cases(kb, kb.settings.home)
+    st.cache_resource.clear()
+    if saved is None:
+        os.environ.pop("RAG_HOME", None)
+    else:
+        os.environ["RAG_HOME"] = saved
+
+
+def run(target) -> AppTest:
+    at = target.run(timeout=TIMEOUT)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_why_not(case: dict, tab: str = "Why not") -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    run(at)
+    at.switch_page("pages/inspector.py")
+    at.query_params.update({"kb": "demo", "turn": case["turn"], "tab": tab})
+    return run(at)
+
+
+def frame(at: AppTest, column: str):
+    """The (only) table with ``column``: plain st.dataframe tables are not widgets, so have no key."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, f"{len(found)} tables with a '{column}' column"
+    return found[0]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+def test_outside_recall_k_and_the_suggested_replay_lets_it_in(turns):
+    at = open_why_not(turns[RECALL_QUESTION])
+    at = run(at.text_input(key="probe_search").set_value("basement"))
+    assert at.selectbox(key="probe_target").value.startswith("chunk:")
+    at = run(at.button(key="probe_run").click())
+    assert "Excluded by recall\\_cut" in texts(at.warning)
+    stages = frame(at, "passed").set_index("stage")
+    assert stages.loc["dense", "passed"].startswith("no (recall_k 20)")
+    assert stages.loc["rerank", "note"] == "had it been a candidate"
+    assert "recall\\_k 20 → " in texts(at.markdown)
+    at = run(at.button(key="probe_replay_0").click())
+    assert "it is evidence" in texts(at.success)
+    assert "moved in" in texts(at.markdown)
+
+
+def test_cut_by_the_evidence_threshold(turns):
+    case = turns[SICK_QUESTION]
+    assert case["threshold_chunk"], "the default evidence floor drops a weak kept candidate for this question"
+    at = open_why_not(case)
+    at.text_input(key="probe_chunk").set_value(case["threshold_chunk"])
+    at = run(at.button(key="probe_run").click())
+    assert "Excluded by threshold" in texts(at.warning) and "evidence\\_min\\_score" in texts(at.warning)
+    assert "evidence\\_min\\_score 0\\.1 → " in texts(at.markdown)
+    at = run(at.button(key="probe_replay_0").click())
+    assert "it is evidence" in texts(at.success)
+
+
+def test_a_missing_term_from_a_gold_label_and_asking_without_it(turns):
+    at = open_why_not(turns[TERM_QUESTION])
+    at = run(at.button(key="probe_gold_0").click())  # the gold set's label for this question
+    assert "employee\\_handbook\\.md" in texts(at.markdown)
+    assert "Excluded by threshold" in texts(at.warning) and "astronauts" in texts(at.warning)
+    assert "ask without it" in texts(at.markdown)
+    assert '<span class="rs-term"' in "\n".join(e.proto.body for e in at.get("html"))
+    at = run(at.button(key="probe_replay_0").click())
+    assert "it is evidence" in texts(at.success)
+
+
+def test_an_older_revision_is_reported_not_active(turns):
+    at = open_why_not(turns[CANTEEN_QUESTION])
+    at.text_input(key="probe_chunk").set_value(turns[CANTEEN_QUESTION]["old_chunk"])
+    at = run(at.button(key="probe_run").click())
+    warning = texts(at.warning)
+    assert "Excluded by not\\_indexed" in warning and "not active" in texts(at.markdown)
+    assert "replaced by revision 2" in texts(at.markdown)
+    assert "probe_replay_0" not in [b.key for b in at.button]  # nothing to replay: it is not indexed
+    at.text_input(key="probe_chunk").set_value("no-such-chunk")
+    at = run(at.button(key="probe_run").click())
+    assert "not a chunk id" in texts(at.error)
+
+
+def test_a_chinese_question_with_jieba_terms(turns):
+    case = turns[ZH_QUESTION]
+    at = open_why_not(case)
+    at = run(at.selectbox(key="probe_target").set_value("doc:expense_policy_zh.md"))
+    at = run(at.button(key="probe_run").click())
+    assert "It is evidence \\[1\\]" in texts(at.success)
+    bm25 = frame(at, "passed").set_index("stage").loc["BM25", "note"]
+    assert "住宿" in bm25 and "出差" in bm25
+    assert case["threshold_chunk"], "the default evidence floor drops a weak kept candidate for this question"
+    at.text_input(key="probe_chunk").set_value(case["threshold_chunk"])
+    at = run(at.button(key="probe_run").click())
+    assert "Excluded by threshold" in texts(at.warning)
+
+
+def test_ledger_and_sources_show_the_matched_terms(turns):
+    ledger = open_why_not(turns[RECALL_QUESTION], "Candidates").dataframe(key="ledger").value
+    assert ledger["bm25_terms"].str.contains("permit").any()
+    sources = "\n".join(e.proto.body for e in open_why_not(turns[RECALL_QUESTION], "Sources").get("html"))
+    assert '<span class="rs-term"' in sources and "BM25 term: permit" in sources
