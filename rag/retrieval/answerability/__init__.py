@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
 
 from rag.records import TermStats
-from rag.retrieval.answerability.model import FEATURES, READER_FEATURE, AnswerabilityModel, model_for
-from rag.retrieval.answerability.reader import answer_reader
+from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.terms import (
     AnswerKind,
     asks_for,
@@ -31,7 +30,6 @@ from rag.retrieval.trace import Answerability
 
 __all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "script_of"]
 
-READER_SCRIPTS = {"latin"}  # the answer reader's vocabulary is English
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
@@ -71,15 +69,8 @@ class _Read:
     best_sentence: str
 
 
-def features(
-    question: str,
-    ranked: Sequence[EvidenceChunk],
-    stats: TermStats,
-    calibrated: bool = True,
-    reader_top: float | None = None,
-) -> _Read:
-    """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence (``reader_top``
-    only when the answer reader scored it: the ``latin`` script's model reads it)."""
+def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, calibrated: bool = True) -> _Read:
+    """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence."""
     surface = question_terms(question)
     near = stats.near
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near}  # in no searched chunk
@@ -109,8 +100,6 @@ def features(
         "kind_missing": float(bool(top) and kind is not AnswerKind.NONE and not carries(kind, best)),
         "agree": float(bool(top) and _agree(top[0])),
     }
-    if reader_top is not None:
-        x[READER_FEATURE] = reader_top
     unheld = tuple(m for m in best_missing if m not in absent)
     return _Read(x, kind, absent, unheld, best)
 
@@ -132,16 +121,7 @@ def assess(
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``."""
     model = model or model_for(script)
-    reader = answer_reader() if script in READER_SCRIPTS else None
-    reader_top = None
-    if reader is not None:  # read whatever the model: the training dumps need it before it is fit
-        reader_top = reader.best(question, [c.text for c in ranked[:EVIDENCE_CHUNKS]]) if ranked else 0.0
-    if READER_FEATURE in model.features:
-        if reader is None:  # weights or base model unavailable: the model fit without the reader
-            model = model_for(f"{script}:no-reader")
-        else:
-            model = model.with_reader(reader.label)
-    read = features(question, ranked, stats, calibrated, reader_top)
+    read = features(question, ranked, stats, calibrated)
     if model.is_rule:
         prob, thr, contrib = read.x["p_top"], rule_threshold, {}
         if not calibrated:  # no weights shipped and no probability to compare: nothing to decide on

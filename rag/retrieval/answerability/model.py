@@ -31,9 +31,7 @@ FEATURES: dict[str, str] = {
     "cover_sentence": "share of the question's term weight held by the best single evidence sentence",
     "kind_missing": "the question asks for a date / number / name and the best sentence holds none",
     "agree": "the best chunk is in the top 5 of both retrievers (dense or e5, and BM25)",
-    "reader_top": "answer reader's best P(the passage answers the question) over the best 3 chunks",
 }
-READER_FEATURE = "reader_top"
 
 
 @dataclass(frozen=True)
@@ -53,10 +51,6 @@ class AnswerabilityModel:
     def probability(self, x: dict[str, float]) -> float:
         z = self.bias + sum(w * x[f] for f, w in zip(self.features, self.weights, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-
-    def with_reader(self, reader: str) -> AnswerabilityModel:
-        """The same model, named with the reader that scored ``reader_top`` (shown in the trace)."""
-        return AnswerabilityModel(f"{self.name} · reader {reader}", self.features, self.weights, self.bias, self.provenance)
 
     def contributions(self, x: dict[str, float]) -> dict[str, float]:
         """Each feature's share of the logit (weight x value): what the Inspector shows."""

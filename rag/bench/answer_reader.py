@@ -1,33 +1,28 @@
-"""The answer reader: a small cross-encoder that reads a question and a passage together and says
-whether the passage *answers* it, not only whether it is about the same thing.
+"""An answer reader: a small cross-encoder that reads a question and a passage together and says
+whether the passage *answers* it, not only whether it is about the same thing. An experiment for
+the answerability stage, not part of the product: see ``rag.bench.fit_answer_reader``.
 
 It is all-MiniLM-L6-v2 (the bundled embedder's weights) with its top ``TRAIN_LAYERS`` layers and a
-linear head fine-tuned on SciFact train by ``python -m rag.bench.fit_answer_reader``. Only those
-layers ship (``reader-latin.pt``); the rest is read from the bundled package at load time. The
-model's vocabulary is English: CJK text is mostly unknown tokens to it, so it serves the
-``latin`` script only.
+linear head fine-tuned on SciFact train. Only those layers are saved; the rest is read from the
+bundled package at load time. The model's vocabulary is English: CJK text is mostly unknown
+tokens to it.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import zlib
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from rag.config import BUNDLED_EMBEDDER
 
-log = logging.getLogger(__name__)
-
-READER_FILE = Path(__file__).with_name("reader-latin.pt")
+READER_FILE = Path("reader-latin.pt")  # where ``fit_answer_reader train --write`` saves (working directory)
 TRAIN_LAYERS = 2  # top transformer layers fine-tuned (and shipped); the rest stay frozen
 MAX_TOKENS = 256
 BATCH = 8
-READER_FOLDS = frozenset({0, 1, 2})  # of 5: the claims the reader is trained on; the answerability
-# weights that read its score are fit on the other folds, which the reader never saw
+READER_FOLDS = frozenset({0, 1, 2})  # of 5: the claims the reader is trained on; it is judged on the others
 
 
 def fold_of(qid: str) -> int:
@@ -144,23 +139,3 @@ def _net():
 
 def _ReaderNet(encoder, head):  # noqa: N802 - builds the torch module without importing torch at module load
     return _net()(encoder, head)
-
-
-_load_lock = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def _shipped() -> AnswerReader | None:
-    try:
-        return AnswerReader.load()
-    except (OSError, ImportError, RuntimeError, KeyError, ValueError) as exc:
-        log.warning("answer reader could not be loaded (%s); answerability falls back to the model without it", exc)
-        return None
-
-
-def answer_reader() -> AnswerReader | None:
-    """The shipped reader, loaded once per process (None when its weights or base are unavailable)."""
-    if not READER_FILE.exists():
-        return None
-    with _load_lock:
-        return _shipped()
