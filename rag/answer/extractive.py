@@ -26,7 +26,7 @@ from rag.answer.citations import strip_citations
 from rag.answer.question import QuestionPart, has_date, missing_names, outside_range, question_parts
 from rag.answer.sentences import CJK_RE, Segment, is_cjk
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
-from rag.config import Settings
+from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.retrieval.trace import ModelLabel
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
@@ -77,27 +77,29 @@ class Gap:
 
 @register("extractive")
 class ExtractiveGenerator(Generator):
-    def __init__(self, label: ModelLabel | None = None) -> None:
+    def __init__(self, label: ModelLabel | None = None, cjk_vectors: bool = True) -> None:
         super().__init__(label or ModelLabel(backend="extractive", model="evidence-sentences"))
+        self.cjk_vectors = cjk_vectors  # False: the embedder can't read CJK, its cosine is noise there
 
     @classmethod
     def build(cls, settings: Settings, embed: Embed | None, llm: LLM | None) -> Generator:
         model = "evidence-sentences" if embed is not None else "evidence-sentences (lexical only)"
-        return cls(ModelLabel(backend="extractive", model=model))
+        return cls(ModelLabel(backend="extractive", model=model), settings.embed_model not in ENGLISH_ONLY_EMBEDDERS)
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
-        picks = select_sentences(request)
+        picks = select_sentences(request, self.cjk_vectors)
         if picks:
             yield compose(picks)
 
 
-def score_for_part(part: QuestionPart, index: EvidenceIndex) -> list[Pick]:
+def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = True) -> list[Pick]:
     """Every usable evidence sentence scored against one part of the question: term coverage
     (a list item counts the terms of the lead-in that introduces it) blended with embedding
     cosine, lowered when the part asks for a figure the sentence lacks (``NO_FIGURE_FACTOR``)
     or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
-    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``)."""
-    q_vec = index.vector(part.text)
+    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). ``vectors=False``: term
+    coverage alone (the embedder can't read the part's language)."""
+    q_vec = index.vector(part.text) if vectors else None
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n)
@@ -153,7 +155,7 @@ def matched_terms(tokens: frozenset[str], text: str, span_tokens: set[str]) -> f
     return frozenset(t for t in tokens if hit(t))
 
 
-def select_sentences(request: DraftRequest) -> list[Pick | Gap]:
+def select_sentences(request: DraftRequest, cjk_vectors: bool = True) -> list[Pick | Gap]:
     """For each part of the question its best answer-like sentence (plus a complement, see
     :func:`_answer_part`), or a ``Gap`` when the evidence does not answer it; nothing when no part
     is answered. Parts keep the question's order. Once a part is answered the topic is set, and
@@ -165,22 +167,33 @@ def select_sentences(request: DraftRequest) -> list[Pick | Gap]:
     for part in question_parts(request.question):
         answered = any(isinstance(p, Pick) for p in out)
         floor = MIN_SCORE_FOLLOW_UP if answered else MIN_SCORE
-        picks = [] if missing_names(part, known) else _answer_part(part, request, rejected, floor)
+        vectors = cjk_vectors or not part.cjk
+        taken = set(seen)
+        picks = [] if missing_names(part, known) else _answer_part(part, request, rejected, floor, vectors, taken)
         if not picks:
             out.append(Gap(part.text, part.cjk))
         for pick in picks:
-            norm = lexical.normalize(list_body(pick.segment.text))
+            norm = _norm(pick)
             if not any(norm in s or s in norm for s in seen):  # two parts answered by one sentence
                 out.append(pick)
                 seen.append(norm)
     return out if any(isinstance(p, Pick) for p in out) else []
 
 
-def _answer_part(part: QuestionPart, request: DraftRequest, rejected: set[str], floor: float) -> list[Pick]:
+def _answer_part(
+    part: QuestionPart,
+    request: DraftRequest,
+    rejected: set[str],
+    floor: float,
+    vectors: bool = True,
+    taken: set[str] | frozenset[str] = frozenset(),
+) -> list[Pick]:
     """The best sentence for ``part`` when it scores ``floor`` and holds ``MIN_COVERAGE`` of the
     part's terms; a second one when it scores ``COMPLEMENT_CUT`` of the best and holds a term
-    the best lacks (the question's focus was in the other sentence)."""
-    ranked = sorted(score_for_part(part, request.index), key=lambda p: -p.score)
+    the best lacks (the question's focus was in the other sentence). When the best already
+    answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
+    not is preferred: each part of a compound question gets its own answer when there is one."""
+    ranked = sorted(score_for_part(part, request.index, vectors), key=lambda p: -p.score)
     usable = [
         p
         for p in ranked
@@ -190,6 +203,10 @@ def _answer_part(part: QuestionPart, request: DraftRequest, rejected: set[str], 
     ]
     if not usable or usable[0].score < floor:
         return []
+    fresh = [p for p in usable if p.score >= COMPLEMENT_CUT * usable[0].score and _norm(p) not in taken]
+    if fresh and fresh[0] is not usable[0]:
+        usable.remove(fresh[0])
+        usable.insert(0, fresh[0])
     best = usable[0]
     for other in usable[1:]:
         if other.score < COMPLEMENT_CUT * best.score:
@@ -197,6 +214,10 @@ def _answer_part(part: QuestionPart, request: DraftRequest, rejected: set[str], 
         if other.terms - best.terms and other.n == best.n:
             return [best, other]
     return [best]
+
+
+def _norm(pick: Pick) -> str:
+    return lexical.normalize(list_body(pick.segment.text))
 
 
 def _answer_like(text: str) -> bool:

@@ -41,7 +41,9 @@ _UPPER_RE = re.compile(
 )
 _BETWEEN_RE = re.compile(rf"{_NUM}\s*元?\s*(?:至|到|-|–)\s*{_NUM}")
 _DATE_EN_RE = re.compile(r"\b(?:until|by|since) when\b|\bwhat date\b|\bwhen (?:will|did|was|is)\b", re.I)
-_DATE_ZH_RE = re.compile(r"何时|什么时候|哪天|哪一天|截止")
+# Chinese questions are often a noun phrase that names what it wants ("…的开幕时间", "…的死亡人数"):
+# a quantity noun asks for a figure, 时间 / 日期 for a date, as much as 多少 or 何时 do.
+_DATE_ZH_RE = re.compile(r"何时|什么时候|哪天|哪一天|截止|哪一?年|几月|几号|几日|(?:时间|日期)[？?]?$")
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _HAS_DATE_RE = re.compile(
     rf"\b\d{{1,2}} (?:{_MONTHS})\b|\b(?:{_MONTHS}) \d{{1,2}}\b|\b(?:{_MONTHS}) \d{{4}}\b|\d{{4}}-\d{{2}}-\d{{2}}"
@@ -50,7 +52,10 @@ _HAS_DATE_RE = re.compile(
 )
 _NAME_RE = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]?[a-z]*|\d+\.\d+(?:\.\d+)*)\b")
 _NOT_NAMES = frozenset("what who when where which how why is are can does do may must should i".split())
-_FIGURE_ZH_RE = re.compile(r"多少|几|多久|多长|何时|什么时候|上限|下限|限额|标准|期限")
+_FIGURE_ZH_RE = re.compile(
+    r"多少|几|多久|多长|多高|多大|多重|多远|多深|多宽|何时|什么时候|上限|下限|限额|标准|期限|哪一?年|"
+    r"(?:人数|数量|总数|金额|价格|费用|比例|[增出生死失税利汇]率|增速|年龄|面积|距离|长度|高度|时长|时间|日期)[？?]?$"
+)
 
 
 @dataclass(frozen=True)
@@ -76,13 +81,27 @@ def question_parts(question: str) -> list[QuestionPart]:
     return [_part(p) for p in merged] or [_part(question)]
 
 
+# A CJK bigram holding a function character ("的住", "准是") or a question word ("多少") spans
+# words or asks rather than names: it says nothing about which sentence answers.
+_ZH_FUNCTION_CHARS = frozenset("的是了在和与及或吗呢吧么哪几谁")
+_ZH_QUESTION_BIGRAMS = frozenset("多少 什么 怎么 怎样 如何 是否 为何 何时 多久 多长 多高 多大 分别".split())
+
+
+def _content(text: str) -> frozenset[str]:
+    return frozenset(
+        t
+        for t in lexical.content_tokens(text)
+        if not (is_cjk(t) and (t in _ZH_QUESTION_BIGRAMS or (len(t) == 2 and _ZH_FUNCTION_CHARS & set(t))))
+    )
+
+
 def _part(text: str) -> QuestionPart:
     cjk = is_cjk(text)
     figure = bool((_FIGURE_ZH_RE if cjk else _FIGURE_EN_RE).search(text))
     amounts = tuple(float(m.replace(",", "")) for m in _AMOUNT_RE.findall(text))
     date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
-    return QuestionPart(text.strip(), frozenset(lexical.content_tokens(text)), figure, cjk, amounts, date, names)
+    return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names)
 
 
 def has_date(text: str) -> bool:

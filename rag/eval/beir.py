@@ -122,7 +122,8 @@ def beir_document(doc_id: str, doc: BeirDoc) -> tuple[str, bytes]:
 
 def beir_to_goldset(data: BeirData, name: str | None = None) -> GoldSet:
     """One gold item per judged query: score > 0 -> relevant (grade = score), score <= 0 and
-    ``metadata.neg_ids`` -> hard negatives, ``metadata.answer`` -> reference answer."""
+    ``metadata.neg_ids`` -> hard negatives, ``metadata.answer`` (or SQuAD-style ``metadata.answers``,
+    alternatives) -> reference answer."""
     items = [_item(data, qid, text) for qid, text in data.queries.items()]
     gold = GoldSet(name=name or f"{data.name}-{data.split}", items=items, source=f"BEIR {data.name}/{data.split}")
     return validate(gold)
@@ -134,7 +135,9 @@ def _item(data: BeirData, qid: str, text: str) -> GoldItem:
     positives = [doc for doc, score in rels.items() if score > 0]
     negatives = [doc for doc, score in rels.items() if score <= 0]
     negatives += [str(n) for n in meta.get("neg_ids", []) if str(n) not in rels]
-    answers = meta.get("answer")
+    answers = meta.get("answer")  # RGB: every item required (a nested list gives alternatives)
+    if not answers and meta.get("answers"):  # SQuAD-style (CMRC 2018): the annotators' alternatives
+        answers = [list(meta["answers"])]
     return GoldItem(
         id=qid,
         question=text,

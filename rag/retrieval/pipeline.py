@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rag.config import BUNDLED_EMBEDDER, Settings
+from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.limits import check_query
 from rag.retrieval import evidence, fallback
 from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of
@@ -28,7 +28,6 @@ from rag.stages import TOTAL, Stage
 log = logging.getLogger(__name__)
 
 FILTER_KEYS = ("doc_ids", "tags", "date_from", "date_to")
-ENGLISH_ONLY_EMBEDDERS = {BUNDLED_EMBEDDER}  # all-MiniLM-L6-v2 was trained on English text only
 RERANK_POOL_FACTOR = 2  # the reranker sees the top 2 * recall_k fused candidates
 # ... except on the CJK route, where e5 embeds each new candidate at query time (~0.1-0.3 s a
 # passage on one core, cached after): it sees the top recall_k / 2 of the BM25 order.
