@@ -75,7 +75,7 @@ def build_llama_cpp(settings: Settings) -> LLM:
     return LlamaCPP(
         model_path=str(path),
         temperature=0.0,  # greedy: the same evidence gives the same draft
-        max_new_tokens=LOCAL_MAX_NEW_TOKENS,
+        max_new_tokens=settings.llm_max_tokens or LOCAL_MAX_NEW_TOKENS,
         context_window=LOCAL_CONTEXT,
         messages_to_prompt=template.messages_to_prompt,
         completion_to_prompt=template.completion_to_prompt,
@@ -121,7 +121,7 @@ def build_openai(settings: Settings) -> LLM:
         api_key=settings.llm_api_key or "not-needed",
         is_chat_model=True,
         context_window=REMOTE_CONTEXT,
-        max_tokens=REMOTE_MAX_TOKENS,
+        max_tokens=settings.llm_max_tokens or REMOTE_MAX_TOKENS,
         temperature=0.0,
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
