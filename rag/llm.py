@@ -7,6 +7,7 @@ can fall back to rules. Every failure of the LLM itself surfaces as ``LLMError``
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import os
@@ -153,10 +154,12 @@ def guarded(call: Callable[[], T]) -> T:
 def stream_chat_text(llm: LLM, messages: Sequence[ChatMessage]) -> Iterator[str]:
     """Text deltas of a streamed chat reply."""
     stream = guarded(lambda: llm.stream_chat(list(messages)))
+    finished = False
     try:
         while True:
             response = guarded(lambda: next(stream, None))
             if response is None:
+                finished = True
                 return
             if response.delta:
                 yield response.delta
@@ -164,6 +167,21 @@ def stream_chat_text(llm: LLM, messages: Sequence[ChatMessage]) -> Iterator[str]
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        if not finished:
+            release_abandoned_streams()
+
+
+def release_abandoned_streams() -> None:
+    """Finalize HTTP streams that closing a LlamaIndex stream left behind, now, on this thread.
+
+    Closing LlamaIndex's generator does not close the openai ``Stream`` inside it, and that
+    ``Stream`` sits in a reference cycle (it holds its own ``__stream__`` generator), so only the
+    cyclic garbage collector frees it. Left to chance, the collection runs wherever an allocation
+    triggers it; when that is inside httpcore's connection pool while it holds its (non-reentrant)
+    pool lock for the next request, the ``Stream``'s finalizer closes its response, waits for the
+    same lock, and the thread deadlocks: the next draft never starts. Collecting here, where this
+    thread holds no pool lock, closes the abandoned response at once."""
+    gc.collect()
 
 
 def complete_json(llm: LLM, prompt: str, schema_keys: Sequence[str]) -> dict[str, Any]:
