@@ -9,6 +9,7 @@ retries and dropped streams are checked on the server's side too, not only the c
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -58,7 +59,8 @@ class LlamaServer:
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_gguf()), "--model_alias", MODEL_ALIAS]
         cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--n_threads", "1", "--n_ctx", "4096"]
         self._out = log.open("wb")
-        self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.STDOUT)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # the log is read back while the server runs
+        self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=subprocess.STDOUT, env=env)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
