@@ -7,15 +7,17 @@ can fall back to rules. Every failure of the LLM itself surfaces as ``LLMError``
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import json
 import os
 import re
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
 
@@ -115,8 +117,10 @@ def build_openai(settings: Settings) -> LLM:
     if not settings.llm_base_url or not settings.llm_model:
         raise ConfigError("RAG_LLM=openai needs RAG_LLM_BASE_URL (e.g. http://localhost:8000/v1) and RAG_LLM_MODEL.")
     from llama_index.llms.openai_like import OpenAILike
+    from openai import DefaultHttpxClient
 
     return OpenAILike(
+        http_client=DefaultHttpxClient(event_hooks={"response": [_track_response]}),
         model=settings.llm_model,
         api_base=settings.llm_base_url,
         api_key=settings.llm_api_key or "not-needed",
@@ -172,16 +176,29 @@ def stream_chat_text(llm: LLM, messages: Sequence[ChatMessage]) -> Iterator[str]
 
 
 def release_abandoned_streams() -> None:
-    """Finalize HTTP streams that closing a LlamaIndex stream left behind, now, on this thread.
+    """Close, now and on this thread, the HTTP responses this thread opened and left unread.
 
     Closing LlamaIndex's generator does not close the openai ``Stream`` inside it, and that
     ``Stream`` sits in a reference cycle (it holds its own ``__stream__`` generator), so only the
-    cyclic garbage collector frees it. Left to chance, the collection runs wherever an allocation
-    triggers it; when that is inside httpcore's connection pool while it holds its (non-reentrant)
-    pool lock for the next request, the ``Stream``'s finalizer closes its response, waits for the
-    same lock, and the thread deadlocks: the next draft never starts. Collecting here, where this
-    thread holds no pool lock, closes the abandoned response at once."""
-    gc.collect()
+    cyclic garbage collector would close its response. Left to chance, the collection runs
+    wherever an allocation triggers it; when that is inside httpcore's connection pool while it
+    holds its (non-reentrant) pool lock for the next request, the finalizer waits for the same
+    lock and the thread deadlocks: the next draft never starts. A response closed here is closed
+    for good; the later finalizer finds nothing to do."""
+    for response in list(getattr(_THREAD_RESPONSES, "open", ())):
+        if not response.is_closed:
+            response.close()
+
+
+_THREAD_RESPONSES = threading.local()  # .open: the responses the current thread's requests received
+
+
+def _track_response(response: httpx.Response) -> None:
+    """httpx response hook of the OpenAI-compatible client: remember the response for its thread."""
+    opened = getattr(_THREAD_RESPONSES, "open", None)
+    if opened is None:
+        opened = _THREAD_RESPONSES.open = weakref.WeakSet()
+    opened.add(response)
 
 
 def complete_json(llm: LLM, prompt: str, schema_keys: Sequence[str]) -> dict[str, Any]:
