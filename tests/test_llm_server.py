@@ -33,7 +33,7 @@ from rag.ingest.pipeline import UploadItem  # noqa: E402
 from rag.llm import build_llm, bundled_gguf, stream_chat_text  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]  # a hang fails here, not at CI's limit
 MODEL_ALIAS = "smollm2"
 READY_TIMEOUT_S = 90
 REQUEST_LINE = '"POST /v1/chat/completions HTTP/1.1" 200'
@@ -111,7 +111,7 @@ def kb_and_settings(make_kb, server):
         llm_base_url=server.url,
         llm_model=MODEL_ALIAS,
         llm_max_tokens=96,
-        llm_timeout_s=30.0,  # a stalled stream fails the test within this, instead of hanging CI
+        llm_timeout_s=30.0,  # a server that stops sending fails the request within this
         llm_max_retries=0,  # a failed request must surface, not be retried quietly
     )
     return kb, settings
