@@ -57,6 +57,7 @@ class Settings:
     llm_api_key: str = _f("", "API key for the OpenAI-compatible endpoint.", secret=True, affects=False)
     llm_timeout_s: float = _f(60.0, "Per-call LLM timeout in seconds.", affects=False)
     llm_max_retries: int = _f(2, "Retries of a failed LLM call (network errors, timeouts).", affects=False)
+    llm_max_tokens: int = _f(0, "Most tokens in one LLM draft; 0 = the backend's default (192 local, 512 remote).")
     # --- chunking ---
     chunk_size: int = _f(800, "Target chunk length in characters.")
     chunk_overlap: int = _f(120, "Characters shared by consecutive chunks of one section.")
@@ -118,6 +119,8 @@ class Settings:
         for name in ("recall_k", "top_n", "rrf_k", "chunk_size", "embed_batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")
+        if self.llm_max_tokens < 0:
+            raise ConfigError(f"llm_max_tokens must be 0 (backend default) or more, got {self.llm_max_tokens}.")
         if self.fallback not in {"auto", "retry_wider", "clarify", "reject"}:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
         if self.rewrite not in {"off", "rules", "llm"}:

@@ -11,10 +11,13 @@ import importlib.util
 import json
 import os
 import re
+import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
 
@@ -75,7 +78,7 @@ def build_llama_cpp(settings: Settings) -> LLM:
     return LlamaCPP(
         model_path=str(path),
         temperature=0.0,  # greedy: the same evidence gives the same draft
-        max_new_tokens=LOCAL_MAX_NEW_TOKENS,
+        max_new_tokens=settings.llm_max_tokens or LOCAL_MAX_NEW_TOKENS,
         context_window=LOCAL_CONTEXT,
         messages_to_prompt=template.messages_to_prompt,
         completion_to_prompt=template.completion_to_prompt,
@@ -114,14 +117,16 @@ def build_openai(settings: Settings) -> LLM:
     if not settings.llm_base_url or not settings.llm_model:
         raise ConfigError("RAG_LLM=openai needs RAG_LLM_BASE_URL (e.g. http://localhost:8000/v1) and RAG_LLM_MODEL.")
     from llama_index.llms.openai_like import OpenAILike
+    from openai import DefaultHttpxClient
 
     return OpenAILike(
+        http_client=DefaultHttpxClient(event_hooks={"response": [_track_response]}),
         model=settings.llm_model,
         api_base=settings.llm_base_url,
         api_key=settings.llm_api_key or "not-needed",
         is_chat_model=True,
         context_window=REMOTE_CONTEXT,
-        max_tokens=REMOTE_MAX_TOKENS,
+        max_tokens=settings.llm_max_tokens or REMOTE_MAX_TOKENS,
         temperature=0.0,
         timeout=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
@@ -153,10 +158,12 @@ def guarded(call: Callable[[], T]) -> T:
 def stream_chat_text(llm: LLM, messages: Sequence[ChatMessage]) -> Iterator[str]:
     """Text deltas of a streamed chat reply."""
     stream = guarded(lambda: llm.stream_chat(list(messages)))
+    finished = False
     try:
         while True:
             response = guarded(lambda: next(stream, None))
             if response is None:
+                finished = True
                 return
             if response.delta:
                 yield response.delta
@@ -164,6 +171,34 @@ def stream_chat_text(llm: LLM, messages: Sequence[ChatMessage]) -> Iterator[str]
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+        if not finished:
+            release_abandoned_streams()
+
+
+def release_abandoned_streams() -> None:
+    """Close, now and on this thread, the HTTP responses this thread opened and left unread.
+
+    Closing LlamaIndex's generator does not close the openai ``Stream`` inside it, and that
+    ``Stream`` sits in a reference cycle (it holds its own ``__stream__`` generator), so only the
+    cyclic garbage collector would close its response. Left to chance, the collection runs
+    wherever an allocation triggers it; when that is inside httpcore's connection pool while it
+    holds its (non-reentrant) pool lock for the next request, the finalizer waits for the same
+    lock and the thread deadlocks: the next draft never starts. A response closed here is closed
+    for good; the later finalizer finds nothing to do."""
+    for response in list(getattr(_THREAD_RESPONSES, "open", ())):
+        if not response.is_closed:
+            response.close()
+
+
+_THREAD_RESPONSES = threading.local()  # .open: the responses the current thread's requests received
+
+
+def _track_response(response: httpx.Response) -> None:
+    """httpx response hook of the OpenAI-compatible client: remember the response for its thread."""
+    opened = getattr(_THREAD_RESPONSES, "open", None)
+    if opened is None:
+        opened = _THREAD_RESPONSES.open = weakref.WeakSet()
+    opened.add(response)
 
 
 def complete_json(llm: LLM, prompt: str, schema_keys: Sequence[str]) -> dict[str, Any]:

@@ -6,7 +6,16 @@ import json
 
 import pytest
 
-from rag.answer.result import Answer, AnswerSentence, Citation, DraftRejection, Outcome, SentenceKind
+from rag.answer.result import (
+    Answer,
+    AnswerSentence,
+    Citation,
+    DraftRejection,
+    Issue,
+    IssueCode,
+    Outcome,
+    SentenceKind,
+)
 from rag.eval.gold.goldset import GoldItem, Passage
 from rag.eval.runs.answer_quality import answer_counts, on_gold
 from rag.eval.runs.results import EvalRun, QuestionResult
@@ -95,9 +104,11 @@ def test_refusal_and_document_labels():
 
 def test_drafts_rejected_are_counted():
     a = answer(["London hotels are capped at USD 320 a night."], [cite(1, 0, 100, 160)], attempts=3)
-    a.drafts_rejected = [DraftRejection(1, "bad", []), DraftRejection(2, "bad", [])]
+    uncited, unsupported = Issue(IssueCode.UNCITED, "no [n]"), Issue(IssueCode.UNSUPPORTED, "weak")
+    a.drafts_rejected = [DraftRejection(1, "bad", [uncited, uncited]), DraftRejection(2, "bad", [unsupported])]
     c = answer_counts(ITEM, a)
     assert (c.drafts, c.drafts_rejected) == (3, 2)
+    assert c.rejection_reasons == {"uncited": 2, "unsupported": 1}
 
 
 def q(id: str, **kw) -> QuestionResult:
@@ -112,10 +123,12 @@ def hand_run() -> EvalRun:
           sentences_shown=2, sentences_off_topic=0, gold_spans=2, gold_spans_cited=2, drafts=1),
         # one fact of two, one of three citations on gold, two of three sentences off topic, 1 of 2 spans
         q("b", key_facts=2, key_facts_found=1, citations_shown=3, citations_valid=3, citations_on_gold=1,
-          sentences_shown=3, sentences_off_topic=2, gold_spans=2, gold_spans_cited=1, drafts=2, drafts_rejected=1),
+          sentences_shown=3, sentences_off_topic=2, gold_spans=2, gold_spans_cited=1, drafts=2, drafts_rejected=1,
+          rejection_reasons={"number_mismatch": 1}),
         # refused after every draft failed: 0 facts, 0 spans cited, no sentences
         q("c", kind="refusal", refused=True, key_facts=1, citations_on_gold=0, sentences_off_topic=0,
-          gold_spans=1, gold_spans_cited=0, drafts=3, drafts_rejected=3),
+          gold_spans=1, gold_spans_cited=0, drafts=3, drafts_rejected=3,
+          rejection_reasons={"uncited": 4, "number_mismatch": 1}),
         # should be refused and was; not part of the answer figures
         q("d", kind="refusal", refused=True, should_refuse=True),
     ]  # fmt: skip
@@ -136,6 +149,9 @@ def test_run_figures_are_exact():
     assert (s["drafted"], s["first_draft_rejected"], s["all_drafts_rejected"]) == (3, 2, 1)
     assert s["rejection_rate_first"] == pytest.approx(2 / 3)
     assert s["rejection_rate_final"] == pytest.approx(1 / 3)
+    assert (s["drafts"], s["drafts_rejected"]) == (6, 4)
+    assert s["draft_rejection_share"] == pytest.approx(4 / 6)
+    assert s["rejection_reasons"] == {"uncited": 4, "number_mismatch": 2}
 
 
 def test_run_text_leads_with_the_figures_that_can_fail():
@@ -144,6 +160,7 @@ def test_run_text_leads_with_the_figures_that_can_fail():
     assert "citation precision 0.600" in text
     assert "off-topic sentences 0.400" in text
     assert "first draft rejected 0.667, every draft rejected 0.333" in text
+    assert "drafts rejected 0.667 (4 of 6); failed checks: uncited 4, number mismatch 2" in text
     assert text.index("key-fact recall") < text.index("shown citations that passed validation: 5/5")
 
 

@@ -1,4 +1,4 @@
-"""`python -m rag bench {ingest,beir,query,pages}`: benchmarks that print figures (rag.bench)."""
+"""`python -m rag bench {ingest,beir,query,refusal,citations,pages,parse}`: benchmarks that print figures (rag.bench)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ def add_parsers(sub) -> None:
     b.add_argument("--limit", type=int, default=0, help="only the first N documents")
     b.set_defaults(func=_bench_ingest)
     from rag.bench.beir import add_beir_parser
+    from rag.bench.citations import add_citations_parser
     from rag.bench.latency import add_query_parser
     from rag.bench.refusal import add_refusal_parser
 
     add_beir_parser(bsub)
     add_query_parser(bsub)
     add_refusal_parser(bsub)
+    add_citations_parser(bsub)
     p = bsub.add_parser("pages", help="time from navigation to a rendered page, in Chromium (warm models)")
     p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")

@@ -10,7 +10,8 @@ Per question (``answer_counts``), from the anchored gold item and the answer as 
 * **gold spans cited**: grade-2 relevant spans that at least one shown citation falls on;
 * **off-topic sentences**: shown claim sentences none of whose citations falls on a relevant
   span (gap statements and lead-ins cite nothing and are not counted);
-* **drafts**: attempts the generator made, and how many the validator rejected.
+* **drafts**: attempts the generator made, how many the validator rejected, and why (the
+  issue codes of the rejected drafts' failed checks, e.g. uncited, unsupported, number mismatch).
 
 The citation figures need span-level labels (quotes, spans or chunk ids); an item whose
 relevant labels are whole documents gets ``None`` there, never a free 1.0.
@@ -18,12 +19,14 @@ relevant labels are whole documents gets ``None`` there, never a free 1.0.
 Over a run (``quality_summary``): key-fact recall and citation recall are means over
 answerable questions (each question counts once, a refusal scores 0); citation precision and
 the off-topic share pool citations and sentences over answered questions; validation failures
-are shares of the questions that drafted at least once.
+are shares of the questions that drafted at least once, and the share of all drafts rejected
+with its reasons pooled.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +52,7 @@ class AnswerCounts:
     gold_spans_cited: int | None
     drafts: int
     drafts_rejected: int
+    rejection_reasons: dict[str, int]
 
 
 def on_gold(citation: Citation, passage: Passage) -> bool:
@@ -93,7 +97,14 @@ def answer_counts(item: GoldItem, answer: Answer) -> AnswerCounts:
         gold_spans_cited=sum(1 for p in gold if any(on_gold(c, p) for c in cites)) if labelled else None,
         drafts=answer.attempts,
         drafts_rejected=len(answer.drafts_rejected),
+        rejection_reasons=rejection_reasons(answer),
     )
+
+
+def rejection_reasons(answer: Answer) -> dict[str, int]:
+    """Issue code -> how many failed checks of the rejected drafts carried it."""
+    counts: Counter[str] = Counter(i.code.value for r in answer.drafts_rejected for i in r.issues)
+    return dict(counts.most_common())
 
 
 def quality_summary(questions: Sequence[Any]) -> dict[str, Any]:
@@ -120,7 +131,18 @@ def quality_summary(questions: Sequence[Any]) -> dict[str, Any]:
         "all_drafts_rejected": sum(1 for q in drafted if q.drafts_rejected >= q.drafts),
         "rejection_rate_first": _share(sum(1 for q in drafted if q.drafts_rejected), len(drafted)),
         "rejection_rate_final": _share(sum(1 for q in drafted if q.drafts_rejected >= q.drafts), len(drafted)),
+        "drafts": sum(q.drafts for q in drafted),
+        "drafts_rejected": sum(q.drafts_rejected for q in drafted),
+        "draft_rejection_share": _share(sum(q.drafts_rejected for q in drafted), sum(q.drafts for q in drafted)),
+        "rejection_reasons": _pooled(q.rejection_reasons for q in drafted),
     }
+
+
+def _pooled(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for c in counts:
+        total.update(c or {})
+    return dict(total.most_common())
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -72,6 +72,7 @@ class QuestionResult:
     gold_spans_cited: int | None = None  # ... cited by the shown answer
     drafts: int = 0  # drafts the generator made
     drafts_rejected: int = 0  # ... the validator rejected
+    rejection_reasons: dict[str, int] = field(default_factory=dict)  # issue code -> failed checks, rejected drafts
 
     @property
     def refusal_correct(self) -> bool:

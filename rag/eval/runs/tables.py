@@ -90,8 +90,17 @@ def quality_lines(run: EvalRun) -> list[str]:
         f"{q.get('gold_span_questions', 0)} questions)",
         f"off-topic sentences {fmt(q.get('off_topic_share'))} ({q.get('sentences', 0)} shown sentences)",
         f"validation failures: first draft rejected {fmt(q.get('rejection_rate_first'))}, every draft rejected "
-        f"{fmt(q.get('rejection_rate_final'))} ({q.get('drafted', 0)} questions drafted)",
+        f"{fmt(q.get('rejection_rate_final'))} ({q.get('drafted', 0)} questions drafted); drafts rejected "
+        f"{fmt(q.get('draft_rejection_share'))} ({q.get('drafts_rejected', 0)} of {q.get('drafts', 0)})"
+        + _reasons(q.get("rejection_reasons") or {}),
     ]
+
+
+def _reasons(reasons: dict[str, int]) -> str:
+    """The failed checks of the rejected drafts by issue code, most frequent first."""
+    if not reasons:
+        return ""
+    return "; failed checks: " + ", ".join(f"{code.replace('_', ' ')} {n}" for code, n in reasons.items())
 
 
 def latency_rows(run: EvalRun) -> list[list[str]]:
