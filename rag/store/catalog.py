@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,23 @@ from rag.records import ChunkRecord, DocumentRecord
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+WAL_TRIES = 60  # ~10 s in all
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. Two processes opening a new data dir at once can get "database is locked"
+    here at once, without the busy handler (SQLite returns BUSY rather than risk a deadlock while
+    the other holds the schema write): wait and try again; WAL, once set, is kept in the file."""
+    for attempt in range(WAL_TRIES):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_TRIES - 1:
+                raise
+            time.sleep(min(0.02 * (attempt + 1), 0.3))
 
 
 class Catalog:
@@ -37,9 +55,9 @@ class Catalog:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=30000")
+            _wal(conn)
+            conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
         return conn
 
