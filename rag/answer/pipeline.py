@@ -111,12 +111,18 @@ def stream_answer(
     answer.warnings = _injection_warnings(index)
     validator = CitationValidator(index, settings.support_threshold)
     request = DraftRequest(question, evidence, index)
-    yield from _attempts(gen, request, validator, answer, clock)
+    yield from _attempts(gen, request, validator, answer, clock, settings, embed)
     yield _final(answer, clock)
 
 
 def _attempts(
-    gen: Generator, request: DraftRequest, validator: CitationValidator, answer: Answer, clock: _Clock
+    gen: Generator,
+    request: DraftRequest,
+    validator: CitationValidator,
+    answer: Answer,
+    clock: _Clock,
+    settings: Settings,
+    embed: Embed | None,
 ) -> Iterator[AnswerEvent]:
     """Fills ``answer`` with the first draft that passes, or with the refusal."""
     attempt = _Attempt()
@@ -135,22 +141,33 @@ def _attempts(
         yield AnswerEvent(EventKind.REJECTED, attempt=number, issues=attempt.issues)
     reason = f"No draft passed citation checks after {answer.attempts} attempts: {_summary(attempt.issues)}."
     if gen.name != "extractive":
-        accepted = yield from _extractive_fallback(request, validator, answer, clock, reason)
+        fallback = _extractive(settings, embed)
+        accepted = yield from _extractive_fallback(fallback, request, validator, answer, clock, reason)
         if accepted:
             return
     _refuse(answer, reason, attempt.issues)
 
 
+def _extractive(settings: Settings, embed: Embed | None) -> Generator:
+    """The extractive generator as ``settings`` would build it (it knows which languages the
+    embedder reads)."""
+    from rag.answer.extractive import ExtractiveGenerator
+
+    return ExtractiveGenerator.build(settings, embed, None)
+
+
 def _extractive_fallback(
-    request: DraftRequest, validator: CitationValidator, answer: Answer, clock: _Clock, reason: str
+    extractive: Generator,
+    request: DraftRequest,
+    validator: CitationValidator,
+    answer: Answer,
+    clock: _Clock,
+    reason: str,
 ) -> Gen[AnswerEvent, None, bool]:
     """Every draft failed, but retrieval judged the evidence strong enough to answer: show the
     extractive answer (evidence sentences verbatim, validated like any draft), labelled as such,
     instead of refusing. Fail closed on unverified text, not on the user. False when the
     extractive answer does not pass either (then the refusal stands)."""
-    from rag.answer.extractive import ExtractiveGenerator
-
-    extractive = ExtractiveGenerator()
     retry = DraftRequest(request.question, request.evidence, request.index, attempt=answer.attempts + 1)
     attempt = yield from _run_attempt(extractive, retry, validator, clock)
     if attempt.issues or not attempt.has_claim:
