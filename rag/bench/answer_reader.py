@@ -47,15 +47,16 @@ class AnswerReader:
         self._lock = threading.Lock()  # the fast tokenizer is not thread-safe
 
     @classmethod
-    def from_base(cls, base: str) -> AnswerReader:
-        """The untrained reader: the base encoder with a fresh head, lower layers frozen."""
+    def from_base(cls, base: str, layers: int = TRAIN_LAYERS) -> AnswerReader:
+        """The untrained reader: the base encoder with a fresh head, all but the top ``layers``
+        layers (and the embeddings) frozen."""
         import torch
         from transformers import AutoModel, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(base)
         enc = AutoModel.from_pretrained(base)
         model = _ReaderNet(enc, torch.nn.Linear(enc.config.hidden_size, 1))
-        frozen = len(enc.encoder.layer) - TRAIN_LAYERS
+        frozen = max(0, len(enc.encoder.layer) - layers)
         for name, p in model.named_parameters():
             p.requires_grad = name.startswith("head.") or any(
                 name.startswith(f"encoder.encoder.layer.{i}.") for i in range(frozen, len(enc.encoder.layer))
@@ -67,7 +68,7 @@ class AnswerReader:
         import torch
 
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        reader = cls.from_base(base or reader_base())
+        reader = cls.from_base(base or reader_base(), int(saved.get("provenance", {}).get("trained_layers", TRAIN_LAYERS)))
         state = {k: v.float() for k, v in saved["state"].items()}
         missing = set(state) - set(reader.model.state_dict())
         if missing:

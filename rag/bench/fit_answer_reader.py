@@ -111,11 +111,11 @@ def evaluate(reader: AnswerReader, rows: list[dict], folds: frozenset[int] | set
     }
 
 
-def train(rows: list[dict], epochs: int, batch: int, lr: float, seed: int = 13) -> AnswerReader:
+def train(rows: list[dict], epochs: int, batch: int, lr: float, layers: int = TRAIN_LAYERS, seed: int = 13) -> AnswerReader:
     import torch
 
     torch.manual_seed(seed)
-    reader = AnswerReader.from_base(reader_base())
+    reader = AnswerReader.from_base(reader_base(), layers)
     data = pairs(rows, READER_FOLDS, seed)
     n_pos = sum(1 for _, _, y in data if y)
     print(f"training on {len(data)} pairs ({n_pos} positive) from folds {sorted(READER_FOLDS)}, {epochs} epochs")
@@ -157,6 +157,8 @@ def main(argv=None) -> int:
     t.add_argument("--epochs", type=int, default=2)
     t.add_argument("--batch", type=int, default=16)
     t.add_argument("--lr", type=float, default=1e-4)
+    t.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top transformer layers to train (6: all)")
+    t.add_argument("--skip-before", action="store_true", help="don't score the untrained reader first")
     t.add_argument("--write", action="store_true", help=f"save the trained layers to {READER_FILE.name}")
     args = p.parse_args(argv)
     if args.cmd == "collect":
@@ -164,8 +166,9 @@ def main(argv=None) -> int:
         return 0
     rows = [json.loads(line) for line in Path(args.collected).read_text(encoding="utf-8").splitlines() if line]
     fit_folds = {0, 1, 2, 3, 4} - READER_FOLDS
-    print("before:", evaluate(AnswerReader.from_base(reader_base()), rows, fit_folds))
-    reader = train(rows, args.epochs, args.batch, args.lr)
+    if not args.skip_before:
+        print("before:", evaluate(AnswerReader.from_base(reader_base()), rows, fit_folds))
+    reader = train(rows, args.epochs, args.batch, args.lr, args.layers)
     scores = evaluate(reader, rows, fit_folds)
     print("after (fit folds, never trained on):", scores)
     if args.write:
@@ -174,7 +177,7 @@ def main(argv=None) -> int:
             {
                 "data": "scifact-train",
                 "reader_folds": sorted(READER_FOLDS),
-                "trained_layers": TRAIN_LAYERS,
+                "trained_layers": args.layers,
                 "epochs": args.epochs,
                 "lr": args.lr,
                 "heldout": scores,
