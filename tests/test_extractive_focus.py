@@ -168,4 +168,6 @@ def test_a_cjk_part_ignores_an_embedder_that_cannot_read_it():
     assert best(vectors=True) == intro  # the noise decides
     assert best(vectors=False) == colour  # term coverage decides
     assert not ExtractiveGenerator.build(Settings.from_env(env={}), embed, None).cjk_vectors
-    assert ExtractiveGenerator.build(Settings.from_env(env={}).replace(embed_model="/models/bge-m3"), embed, None).cjk_vectors
+    assert ExtractiveGenerator.build(
+        Settings.from_env(env={}).replace(embed_model="/models/bge-m3"), embed, None
+    ).cjk_vectors

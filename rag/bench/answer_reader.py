@@ -68,7 +68,9 @@ class AnswerReader:
         import torch
 
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        reader = cls.from_base(base or reader_base(), int(saved.get("provenance", {}).get("trained_layers", TRAIN_LAYERS)))
+        reader = cls.from_base(
+            base or reader_base(), int(saved.get("provenance", {}).get("trained_layers", TRAIN_LAYERS))
+        )
         state = {k: v.float() for k, v in saved["state"].items()}
         missing = set(state) - set(reader.model.state_dict())
         if missing:

@@ -31,10 +31,6 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.bench.beir import bench_home, default_kb_name, ingest_beir
-from rag.config import Settings
-from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
-from rag.eval.datasets import resolve_dataset
 from rag.bench.answer_reader import (
     READER_FILE,
     READER_FOLDS,
@@ -43,6 +39,10 @@ from rag.bench.answer_reader import (
     fold_of,
     reader_base,
 )
+from rag.bench.beir import bench_home, default_kb_name, ingest_beir
+from rag.config import Settings
+from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
+from rag.eval.datasets import resolve_dataset
 from rag.retrieval.pipeline import retrieve
 
 TOP = 8  # reranked chunks kept per ask
@@ -69,9 +69,7 @@ def collect(out: Path, limit: int, settings: Settings) -> None:
                     "condition": condition,
                     "question": data.queries[qid],
                     "p_top": ranked[0].rerank_score if ranked else 0.0,
-                    "chunks": [
-                        {"text": c.text, "gold": c.doc_name in gold, "score": c.rerank_score} for c in ranked
-                    ],
+                    "chunks": [{"text": c.text, "gold": c.doc_name in gold, "score": c.rerank_score} for c in ranked],
                 }
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             if i % 50 == 0:
@@ -95,10 +93,14 @@ def pairs(rows: list[dict], folds: frozenset[int] | set[int], seed: int = 13) ->
 def auc(scores, labels) -> float:
     s, y = np.asarray(scores, dtype=float), np.asarray(labels)
     pos, neg = s[y == 1], s[y == 0]
-    return float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()) / (len(pos) * len(neg)))
+    return float(
+        ((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()) / (len(pos) * len(neg))
+    )
 
 
-def evaluate(reader: AnswerReader, rows: list[dict], folds: frozenset[int] | set[int], evidence: int = 3) -> dict[str, float]:
+def evaluate(
+    reader: AnswerReader, rows: list[dict], folds: frozenset[int] | set[int], evidence: int = 3
+) -> dict[str, float]:
     """On the asks of ``folds``: AUC (as is vs removed) of the reader's best score over the top
     ``evidence`` chunks, of the best rerank probability, and the reader's pair AUC."""
     sel = [r for r in rows if r["fold"] in folds]
@@ -111,7 +113,9 @@ def evaluate(reader: AnswerReader, rows: list[dict], folds: frozenset[int] | set
     }
 
 
-def train(rows: list[dict], epochs: int, batch: int, lr: float, layers: int = TRAIN_LAYERS, seed: int = 13) -> AnswerReader:
+def train(
+    rows: list[dict], epochs: int, batch: int, lr: float, layers: int = TRAIN_LAYERS, seed: int = 13
+) -> AnswerReader:
     import torch
 
     torch.manual_seed(seed)
@@ -140,7 +144,10 @@ def train(rows: list[dict], epochs: int, batch: int, lr: float, layers: int = TR
             total += float(loss.detach()) * len(part)
             step += 1
             if step % 50 == 0:
-                print(f"  epoch {epoch + 1} step {step}/{steps} loss {total / (i + len(part)):.4f} {time.perf_counter() - t0:.0f} s", flush=True)
+                print(
+                    f"  epoch {epoch + 1} step {step}/{steps} loss {total / (i + len(part)):.4f} {time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
         print(f"epoch {epoch + 1}: mean loss {total / len(data):.4f}, {time.perf_counter() - t0:.0f} s")
     reader.model.eval()
     return reader
