@@ -171,3 +171,17 @@ def test_a_cjk_part_ignores_an_embedder_that_cannot_read_it():
     assert ExtractiveGenerator.build(
         Settings.from_env(env={}).replace(embed_model="/models/bge-m3"), embed, None
     ).cjk_vectors
+
+
+def test_the_first_sentence_under_a_heading_can_answer():
+    from rag.answer.base import DraftRequest
+    from rag.answer.extractive import select_sentences
+    from rag.answer.support import EvidenceIndex
+
+    text = (
+        "# Employee handbook\n## Refunds\nCustomers may request a refund within 7 days of purchase. "
+        "Approved refunds are paid to the original payment method within 5 business days."
+    )
+    request = DraftRequest("How long do I have to request a refund?", [], EvidenceIndex([text], None))
+    picks = select_sentences(request)
+    assert [p.segment.text for p in picks] == ["Customers may request a refund within 7 days of purchase."]

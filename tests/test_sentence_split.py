@@ -37,3 +37,16 @@ def test_sentence_boundaries(text, sentences):
     segments = split_sentences(text)
     assert [s.text for s in segments] == sentences
     assert all(text[s.start : s.end] == s.text for s in segments)
+
+
+def test_a_markdown_heading_is_its_own_segment():
+    """A chunk that opens with its headings: the first sentence is not glued to them (it used to
+    be, and then a sentence starting with '#' was never picked as an answer)."""
+    text = "# Handbook\n## Refunds\nCustomers may request a refund within 7 days. Refunds are paid in 5 days."
+    assert [s.text for s in split_sentences(text)] == [
+        "# Handbook",
+        "## Refunds",
+        "Customers may request a refund within 7 days.",
+        "Refunds are paid in 5 days.",
+    ]
+    assert all(text[s.start : s.end] == s.text for s in split_sentences(text))

@@ -22,6 +22,7 @@ _MARKERS_ONLY_RE = re.compile(r"^(?:\s*\[\s*\d+(?:\s*[,，]\s*\d+)*\s*\])+$")
 _PARAGRAPH_RE = re.compile(r"\n[ \t]*\n")
 _LINE_RE = re.compile(r"\n")
 _BULLET_LINE_RE = re.compile(r"\n(?=[ \t]*(?:[-*•#>]|\d+[.)])\s)")
+_HEADING_LINE_RE = re.compile(r"(?m)^[ \t]*#{1,6}[ \t][^\n]*\n")  # a Markdown heading is its own line
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr no fig approx cf al inc ltd co st jr sr p pp".split())
 _WORD_BEFORE_RE = re.compile(r"([A-Za-z.]+)$")
 _INITIALISM_RE = re.compile(r"(?:^|\.)[A-Za-z]\.[A-Za-z]$")
@@ -57,6 +58,7 @@ def split_sentences(text: str, newline_breaks: bool = False) -> list[Segment]:
     line_re = _LINE_RE if newline_breaks else _BULLET_LINE_RE
     for regex in (_PARAGRAPH_RE, line_re):
         cuts.update(m.start() for m in regex.finditer(text))
+    cuts.update(m.end() for m in _HEADING_LINE_RE.finditer(text))  # "## Refunds\nCustomers may ...": two
     bounds = sorted(cuts)
     segments: list[Segment] = []
     for start, end in zip(bounds, bounds[1:], strict=False):
