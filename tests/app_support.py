@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,3 +62,22 @@ def build_kb(settings, embedder, name: str = "demo"):
         ]
     )
     return kb
+
+
+@contextmanager
+def app_home(home: Path) -> Iterator[None]:
+    """RAG_HOME pointed at ``home`` for AppTest runs, Streamlit's resource cache cleared on the way
+    in and out (the pages cache the knowledge base per data dir), the old value restored after."""
+    import streamlit as st
+
+    saved = os.environ.get("RAG_HOME")
+    os.environ["RAG_HOME"] = str(home)
+    st.cache_resource.clear()
+    try:
+        yield
+    finally:
+        st.cache_resource.clear()
+        if saved is None:
+            os.environ.pop("RAG_HOME", None)
+        else:
+            os.environ["RAG_HOME"] = saved

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag.bench.answer_reader import READER_FOLDS, AnswerReader, fold_of, reader_base
-from rag.bench.fit_answer_reader import NEGATIVES, auc, pairs
+from rag.bench.fit_answer_reader import NEGATIVES, pairs
 
 QUESTION = "How many days of paid annual leave do employees get?"
 ANSWERS = "Full-time employees receive 25 days of paid annual leave per calendar year, accrued monthly."
@@ -50,9 +50,3 @@ def test_pairs_come_from_the_reader_folds_as_is_asks_only():
     got = pairs(rows, READER_FOLDS)
     assert sorted(y for _, _, y in got) == [0.0] * NEGATIVES + [1.0, 1.0]
     assert {q for q, _, _ in got} == {inside}
-
-
-def test_auc_can_fail():
-    assert auc([0.9, 0.8, 0.1, 0.2], [1, 1, 0, 0]) == 1.0
-    assert auc([0.1, 0.2, 0.9, 0.8], [1, 1, 0, 0]) == 0.0
-    assert auc([0.5, 0.5], [1, 0]) == 0.5

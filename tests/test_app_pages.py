@@ -6,12 +6,11 @@ models); widgets are found by key; every run must end without an exception.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
 import streamlit as st
-from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, build_kb, small_goldset
+from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, app_home, build_kb, small_goldset
 from streamlit.testing.v1 import AppTest
 
 from rag import ask
@@ -25,19 +24,11 @@ TIMEOUT = 240
 @pytest.fixture(scope="module")
 def app_kb(tmp_path_factory, embedder):
     """RAG_HOME in a temp dir with a two-document 'demo' knowledge base (so no full demo build)."""
-    home = tmp_path_factory.mktemp("app") / "home"
-    saved = os.environ.get("RAG_HOME")
-    os.environ["RAG_HOME"] = str(home)
-    st.cache_resource.clear()
-    kb = build_kb(Settings.from_env(), embedder)
-    for question in (ANSWERABLE, UNANSWERABLE):  # turns for the Inspector tests, whatever runs first
-        ask.ask(kb, question, conversation="fixture")
-    yield kb
-    st.cache_resource.clear()
-    if saved is None:
-        os.environ.pop("RAG_HOME", None)
-    else:
-        os.environ["RAG_HOME"] = saved
+    with app_home(tmp_path_factory.mktemp("app") / "home"):
+        kb = build_kb(Settings.from_env(), embedder)
+        for question in (ANSWERABLE, UNANSWERABLE):  # turns for the Inspector tests, whatever runs first
+            ask.ask(kb, question, conversation="fixture")
+        yield kb
 
 
 def run(target) -> AppTest:

@@ -4,11 +4,8 @@ question did not use, the stage that excluded it, the suggested change, and its 
 
 from __future__ import annotations
 
-import os
-
 import pytest
-import streamlit as st
-from app_support import ROOT
+from app_support import ROOT, app_home
 from probe_support import (
     CANTEEN_QUESTION,
     RECALL_QUESTION,
@@ -29,17 +26,9 @@ TIMEOUT = 240
 @pytest.fixture(scope="module")
 def turns(tmp_path_factory, embedder):
     """RAG_HOME with the probe corpus as 'demo' and one turn per case (tests/probe_support.py)."""
-    home = tmp_path_factory.mktemp("app-probe") / "home"
-    saved = os.environ.get("RAG_HOME")
-    os.environ["RAG_HOME"] = str(home)
-    st.cache_resource.clear()
-    kb = build_probe_kb(Settings.from_env(), embedder, "demo")
-    yield prepare_cases(kb, kb.settings.home)
-    st.cache_resource.clear()
-    if saved is None:
-        os.environ.pop("RAG_HOME", None)
-    else:
-        os.environ["RAG_HOME"] = saved
+    with app_home(tmp_path_factory.mktemp("app-probe") / "home"):
+        kb = build_probe_kb(Settings.from_env(), embedder, "demo")
+        yield prepare_cases(kb, kb.settings.home)
 
 
 def run(target) -> AppTest:

@@ -40,6 +40,7 @@ from rag.bench.answer_reader import (
     reader_base,
 )
 from rag.bench.beir import bench_home, default_kb_name, ingest_beir
+from rag.bench.fit_answerability import auc
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
 from rag.eval.datasets import resolve_dataset
@@ -90,14 +91,6 @@ def pairs(rows: list[dict], folds: frozenset[int] | set[int], seed: int = 13) ->
     return out
 
 
-def auc(scores, labels) -> float:
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels)
-    pos, neg = s[y == 1], s[y == 0]
-    return float(
-        ((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()) / (len(pos) * len(neg))
-    )
-
-
 def evaluate(
     reader: AnswerReader, rows: list[dict], folds: frozenset[int] | set[int], evidence: int = 3
 ) -> dict[str, float]:
@@ -105,11 +98,11 @@ def evaluate(
     ``evidence`` chunks, of the best rerank probability, and the reader's pair AUC."""
     sel = [r for r in rows if r["fold"] in folds]
     top = [reader.best(r["question"], [c["text"] for c in r["chunks"][:evidence]]) for r in sel]
-    y = [1 if r["condition"] == "as_is" else 0 for r in sel]
+    y = np.array([1 if r["condition"] == "as_is" else 0 for r in sel])
     return {
         "asks": len(sel),
-        "reader_top_auc": round(auc(top, y), 4),
-        "p_top_auc": round(auc([r["p_top"] for r in sel], y), 4),
+        "reader_top_auc": round(auc(np.array(top), y), 4),
+        "p_top_auc": round(auc(np.array([r["p_top"] for r in sel]), y), 4),
     }
 
 
