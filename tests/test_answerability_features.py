@@ -25,6 +25,18 @@ def test_question_terms_keep_the_subject_and_the_surface_form():
     assert {"上海", "办公室", "住宿费", "上限"} <= set(zh)
 
 
+def test_the_answer_category_is_not_a_term_to_look_for():
+    """ "Which regions" asks for a place; the answer ("It lives in Peru") need not say "region",
+    so a knowledge base without the word can still answer."""
+    assert question_terms("In which regions does the hummingbird live?") == {
+        "hummingbird": "hummingbird",
+        "live": "live",
+    }
+    assert set(question_terms("青岚蜂鸟分布在哪些地区？")) == {"青岚", "蜂鸟", "分布"}
+    assert "颜色" not in question_terms("黄鳍紫鱼的身体是什么颜色的？")
+    assert "sabbat" in question_terms("Which sabbatical rules apply after ten years?")  # the subject stays
+
+
 @pytest.mark.parametrize(
     ("question", "kind"),
     [

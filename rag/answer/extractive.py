@@ -2,7 +2,8 @@
 
 The question is split into its parts (``question.py``: "What is the cap, and who approves
 exceptions?" has two). For each part every evidence sentence is scored (term coverage blended
-with embedding cosine, lowered when the part asks for a figure the sentence lacks or the
+with embedding cosine; a sentence holds the terms of the headings it sits under, since
+"本种分布于……" under "# 青岚蜂鸟" is about the bird without naming it; lowered when the part asks for a figure the sentence lacks or the
 sentence is in the other language), and the best one answers the part. A lead-in that
 introduces a list ("... must not exceed the cap for the city tier:") never answers: the list
 item holding the figure does. A part no sentence answers well enough gets a fixed gap sentence
@@ -94,7 +95,8 @@ class ExtractiveGenerator(Generator):
 
 def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = True) -> list[Pick]:
     """Every usable evidence sentence scored against one part of the question: term coverage
-    (a list item counts the terms of the lead-in that introduces it) blended with embedding
+    (a list item counts the terms of the lead-in that introduces it, every sentence those of
+    its chunk's heading path) blended with embedding
     cosine, lowered when the part asks for a figure the sentence lacks (``NO_FIGURE_FACTOR``)
     or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
     range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). ``vectors=False``: term
@@ -104,11 +106,12 @@ def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = Tru
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n)
         leads = lead_ins(chunk.segments)
+        topic = matched_terms(part.tokens, chunk.topic, chunk.topic_tokens)  # held by every sentence here
         for i, seg in enumerate(chunk.segments):
             tokens, text = chunk.tokens[i], seg.text
             if i in leads:
                 tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
-            terms = matched_terms(part.tokens, text, tokens)
+            terms = matched_terms(part.tokens, text, tokens) | topic
             lex = len(terms) / len(part.tokens) if part.tokens else 0.0
             score = (
                 lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)

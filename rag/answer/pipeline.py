@@ -106,7 +106,7 @@ def stream_answer(
         yield _final(_refuse(answer, msg, [Issue(IssueCode.NO_EVIDENCE, msg)]), clock)
         return
     since = time.perf_counter()
-    index = EvidenceIndex([c.text for c in evidence], embed)
+    index = EvidenceIndex([c.text for c in evidence], embed, [" ".join(c.heading_path) for c in evidence])
     clock.add("index_ms", since)
     answer.warnings = _injection_warnings(index)
     validator = CitationValidator(index, settings.support_threshold)

@@ -11,7 +11,7 @@ A claim also fails outright when it holds a number the chunk does not ("30 days"
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,14 +53,21 @@ class _Chunk:
     tokens: list[set[str]]
     numbers: set[str]
     flagged: bool  # some sentence looked like an instruction to the model
+    topic: str = ""  # what every sentence of the chunk is about: its heading path ("Title Section")
+    topic_tokens: set[str] = field(default_factory=set)
 
 
 class EvidenceIndex:
-    """Sentences, tokens and vectors of each evidence chunk, computed once per answer."""
+    """Sentences, tokens and vectors of each evidence chunk, computed once per answer.
 
-    def __init__(self, texts: Sequence[str], embed: Embed | None) -> None:
+    ``headings[i]`` is chunk i's heading path as one string (the document title and section
+    headings it sits under): the topic its sentences take for granted ("It ships in 7 days"
+    under "Contoso Returns"; "本鱼分布于……" under "黄鳍紫鱼").
+    """
+
+    def __init__(self, texts: Sequence[str], embed: Embed | None, headings: Sequence[str] = ()) -> None:
         self.embed = embed
-        self.chunks = [_index_chunk(t) for t in texts]
+        self.chunks = [_index_chunk(t, h) for t, h in zip(texts, headings or [""] * len(texts), strict=True)]
         flat = [s.text for c in self.chunks for s in c.segments]
         self._vectors = _embed(embed, flat)
         self._offsets = np.cumsum([0] + [len(c.segments) for c in self.chunks])
@@ -115,7 +122,7 @@ class EvidenceIndex:
                 yield (sim - PAIR_PENALTY * (j > i), sim, lex, cos, start, end)
 
 
-def _index_chunk(text: str) -> _Chunk:
+def _index_chunk(text: str, heading: str = "") -> _Chunk:
     usable, flagged = [], False
     for seg in split_sentences(text):
         if looks_like_instruction(seg.text):
@@ -126,7 +133,7 @@ def _index_chunk(text: str) -> _Chunk:
     for seg in usable:
         numbers |= lexical.numbers(seg.text)
     tokens = [lexical.content_tokens(s.text) for s in usable]
-    return _Chunk(text, usable, tokens, numbers, flagged)
+    return _Chunk(text, usable, tokens, numbers, flagged, heading, lexical.content_tokens(heading))
 
 
 def _embed(embed: Embed | None, texts: list[str]) -> np.ndarray | None:

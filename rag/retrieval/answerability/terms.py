@@ -30,6 +30,13 @@ QUESTION_WORDS_ZH = frozenset(
     "为什么 为何 是否 是不是 吗 呢 吧 啊 谁 请问 有 有没有 没有 会 能 可以 要 需要 何时 什么时候 时候 多久 多长 多大 "
     "一下 请 我 我们 你 你们 他 她 它 哪些人 什么样 多少钱 怎么办 是 为 被 给 让 对 从 到 把 向 上 下 中 个 些".split()
 )
+# "Which *regions* does", "what *colour* is", "哪些*地区*", "什么*颜色*": the word after these names
+# the kind of answer asked for, which the answer need not say ("It lives in Peru"): not a term to
+# look for. In English only when a verb follows it ("which sabbatical rules apply": "sabbatical"
+# is the subject, not the category).
+CATEGORY_AFTER_EN = frozenset({"which", "what"})
+_CATEGORY_BEFORE_EN = frozenset("is are was were does do did can could will would has have had should".split())
+CATEGORY_AFTER_ZH = frozenset("哪些 哪个 哪一个 哪种 哪一种 哪类 哪一类 什么".split())
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
@@ -92,19 +99,29 @@ def carries(kind: AnswerKind, text: str) -> bool:
 
 @lru_cache(maxsize=512)
 def question_terms(question: str) -> Mapping[str, str]:
-    """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen).
+    """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen), less
+    the answer category after "which" / "哪些" (``CATEGORY_AFTER_*``).
     Cached (read-only): the pipeline reads them for the term statistics and again for the features."""
     out: dict[str, str] = {}
-    for word in _WORD.findall(question):
-        if word.lower() in QUESTION_WORDS_EN:
+    words = _WORD.findall(question)
+    for i, word in enumerate(words):
+        if word.lower() in QUESTION_WORDS_EN or _is_category(words, i):
             continue
+        prev = ""
         for term in tokenize(word):
-            if term in QUESTION_WORDS_ZH or term in QUESTION_WORDS_EN or not term.strip():
+            after, prev = prev, term
+            if term in QUESTION_WORDS_ZH or term in QUESTION_WORDS_EN or not term.strip() or after in CATEGORY_AFTER_ZH:
                 continue
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently
                 continue
             out.setdefault(term, term if _CJK_CHAR.search(term) else word)
     return MappingProxyType(out)
+
+
+def _is_category(words: list[str], i: int) -> bool:
+    before = words[i - 1].lower() if i else ""
+    after = words[i + 1].lower() if i + 1 < len(words) else ""
+    return before in CATEGORY_AFTER_EN and (not after or after in _CATEGORY_BEFORE_EN)
 
 
 def idf(df: int, n: int) -> float:
