@@ -225,3 +225,15 @@ def test_a_sentence_takes_its_subject_from_the_heading(topic_kb, question, expec
     text = answer(topic_kb, question).text
     assert expected in text
     assert "又称" not in text and "folding camera drone" not in text
+
+
+def test_a_chinese_attribute_is_found_by_its_characters():
+    """ "体重" is not a word of "成鸟约重4克", but its character 重 is; the sentence that only names
+    the bird (and holds a year) ties with it on terms and figures and must not win."""
+    from rag.answer.extractive import score_for_part
+    from rag.answer.support import EvidenceIndex
+
+    text = "# 青岚蜂鸟\n\n青岚蜂鸟是蜂鸟科的一种小型鸟类，1998年首次被描述。成鸟约重4克。"
+    part = question_parts("青岚蜂鸟的体重是多少？")[0]
+    picks = score_for_part(part, EvidenceIndex([text], None, ["青岚蜂鸟"]), vectors=False)
+    assert max(picks, key=lambda p: p.score).segment.text == "成鸟约重4克。"

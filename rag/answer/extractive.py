@@ -38,6 +38,7 @@ PREFIX_MATCH = 6  # English words sharing this many first letters (and nearly th
 MAX_SUFFIX_GAP = 2  # ... count as the same term
 NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sentence holds no number
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
+CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
@@ -99,14 +100,17 @@ def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = Tru
     its chunk's heading path) blended with embedding
     cosine, lowered when the part asks for a figure the sentence lacks (``NO_FIGURE_FACTOR``)
     or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
-    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). ``vectors=False``: term
-    coverage alone (the embedder can't read the part's language)."""
+    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). A Chinese part adds a
+    little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
+    holds: the words of an attribute differ ("体重" / "8公斤重", "多高" / "树高"), its characters
+    less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language)."""
     q_vec = index.vector(part.text) if vectors else None
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n)
         leads = lead_ins(chunk.segments)
         topic = matched_terms(part.tokens, chunk.topic, chunk.topic_tokens)  # held by every sentence here
+        chars = part.chars - set(chunk.topic)  # what tells this chunk's sentences apart, letter by letter
         for i, seg in enumerate(chunk.segments):
             tokens, text = chunk.tokens[i], seg.text
             if i in leads:
@@ -123,6 +127,8 @@ def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = Tru
                 score *= OTHER_LANGUAGE_FACTOR
             if outside_range(part.amounts, body):
                 score *= OUT_OF_RANGE_FACTOR
+            if chars:
+                score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
             picks.append(Pick(n, seg, round(score, 4), terms, lex))
     return picks
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from rag.answer import lexical
-from rag.answer.sentences import is_cjk
+from rag.answer.sentences import CJK_RE, is_cjk
 
 MIN_PART_TOKENS = 2
 _EN_JOIN_RE = re.compile(
@@ -67,6 +67,7 @@ class QuestionPart:
     amounts: tuple[float, ...] = ()  # amounts the part names ("a USD 8,000 claim"), for range rules
     wants_date: bool = False  # asks when / until when / by when
     names: tuple[str, ...] = ()  # names and version numbers the part mentions ("Contoso", "6.0")
+    chars: frozenset[str] = frozenset()  # its CJK characters less function and question ones
 
 
 def question_parts(question: str) -> list[QuestionPart]:
@@ -85,6 +86,7 @@ def question_parts(question: str) -> list[QuestionPart]:
 # words or asks rather than names: it says nothing about which sentence answers.
 _ZH_FUNCTION_CHARS = frozenset("的是了在和与及或吗呢吧么哪几谁")
 _ZH_QUESTION_BIGRAMS = frozenset("多少 什么 怎么 怎样 如何 是否 为何 何时 多久 多长 多高 多大 分别".split())
+_ZH_QUESTION_CHARS = frozenset("多少什怎样如何否为久哪些个谁几吗呢")
 
 
 def _content(text: str) -> frozenset[str]:
@@ -101,7 +103,8 @@ def _part(text: str) -> QuestionPart:
     amounts = tuple(float(m.replace(",", "")) for m in _AMOUNT_RE.findall(text))
     date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
-    return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names)
+    chars = frozenset(CJK_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
+    return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names, chars)
 
 
 def has_date(text: str) -> bool:
