@@ -195,3 +195,19 @@ def test_absent_terms_spelled_differently_in_the_scope_are_not_missing():
     assert scoped.df == {"带薪": 0} and scoped.near == {}
     r = features("How does the microenviroment shape treatment?", [EvidenceChunk(index.texts[0], 0.9, 1, 1)], stats)
     assert "microenviroment" not in r.absent
+
+
+@pytest.mark.parametrize(
+    ("question", "not_terms"),
+    [
+        ("这个计划由谁来主持？", {"这个", "由谁来", "谁来"}),
+        ("全香港共有几所高中书院？", {"几所"}),
+        ("此鱼分布在哪些地区？", {"此鱼", "地区"}),
+        ("误食软枝黄蝉的话，有什么症状？", {"的话"}),
+        ("王法慧是谁的女儿？", {"慧是"}),
+    ],
+)
+def test_question_frames_are_not_terms(question, not_terms):
+    """Words that frame a Chinese question (who by, how many of, this, if) are not what the
+    answer says, so their absence from the documents is no reason to refuse."""
+    assert not (not_terms & set(question_terms(question)))
