@@ -45,3 +45,41 @@ def test_fit_refuses_test_data():
     rows = [_row("as_is", False, 0.9, "rgb-zh"), _row("removed", True, 0.1, "rgb-zh")]
     with pytest.raises(SystemExit, match="not training sets"):
         fit(rows)
+
+
+def test_gutting_cuts_every_sentence_that_holds_the_answer():
+    from rag.bench.hard_negatives import gut
+
+    text = "青岚蜂鸟是蜂鸟科的一种小型鸟类，以花蜜为食。本种分布于安第斯山脉东坡的云雾林。成鸟约重4克，雌鸟分布于更低的山谷。"
+    left = gut(text, ["安第斯山脉东坡"])
+    assert left == "青岚蜂鸟是蜂鸟科的一种小型鸟类，以花蜜为食。成鸟约重4克，雌鸟分布于更低的山谷。"
+    assert gut(text, ["分布于"]) is None  # both holders cut: too little left to be a passage
+    assert gut(text, ["巴西"]) is None  # the answer is not in the paragraph: no hard negative
+    english = "The Contoso X2 is a camera drone. A full battery gives 35 minutes of flight. It weighs 900 grams."
+    assert gut(english, ["35 minutes"]) == "The Contoso X2 is a camera drone. It weighs 900 grams."
+
+
+def test_hard_corpus_adds_one_gutted_copy_per_question(tmp_path):
+    import json
+
+    from rag.bench.hard_negatives import build
+
+    src = tmp_path / "src"
+    (src / "qrels").mkdir(parents=True)
+    para = (
+        "青岚蜂鸟是蜂鸟科的一种小型鸟类，以花蜜和小型昆虫为食，常在清晨和黄昏时分访花。"
+        "本种分布于安第斯山脉东坡的云雾林。成鸟约重4克，雄鸟喉部呈翠绿色，雌鸟羽色较暗。"
+    )
+    (src / "corpus.jsonl").write_text(json.dumps({"_id": "P1", "title": "青岚蜂鸟", "text": para}, ensure_ascii=False))
+    queries = [
+        {"_id": "Q1", "text": "青岚蜂鸟分布在哪里？", "metadata": {"answers": ["安第斯山脉东坡"]}},
+        {"_id": "Q2", "text": "青岚蜂鸟有多重？", "metadata": {"answers": ["约重4克"]}},
+        {"_id": "Q3", "text": "青岚蜂鸟的寿命多长？", "metadata": {"answers": ["十年"]}},  # not in the paragraph
+    ]
+    (src / "queries.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries))
+    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nQ1\tP1\t1\nQ2\tP1\t1\nQ3\tP1\t1\n")
+    hard = build(src, "train", tmp_path / "out")
+    assert hard.gutted == {"Q1": "P1~Q1", "Q2": "P1~Q2"} and hard.originals == {"P1"}
+    docs = {d["_id"]: d for d in map(json.loads, (hard.folder / "corpus.jsonl").read_text().splitlines())}
+    assert "安第斯" not in docs["P1~Q1"]["text"] and "约重4克" in docs["P1~Q1"]["text"]
+    assert docs["P1~Q2"]["title"] == "青岚蜂鸟" and "约重4克" not in docs["P1~Q2"]["text"]

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rag.bench.beir import bench_home, default_kb_name, ingest_beir
+from rag.bench import hard_negatives
+from rag.bench.beir import bench_home, dataset_name, default_kb_name, ingest_beir
 from rag.config import Settings
 from rag.errors import DatasetError
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
@@ -39,6 +40,7 @@ class RefusalSet:
     folder: str  # under the benchmark data folder
     split: str
     train: bool  # may be fit on
+    hard: bool = False  # removed = the own paragraph less its answer sentences (``hard_negatives``)
 
 
 SETS = {
@@ -48,6 +50,7 @@ SETS = {
         RefusalSet("scifact-train", "scifact", "train", train=True),
         RefusalSet("rgb-zh", "rgb-zh", "test", train=False),
         RefusalSet("cmrc-trial", "cmrc2018-trial", "train", train=True),
+        RefusalSet("cmrc-trial-hard", "cmrc2018-trial", "train", train=True, hard=True),
     )
 }
 DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial")
@@ -150,6 +153,8 @@ def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: S
 def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print) -> SetResult:
     folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
+    if rs.hard:
+        return _run_hard(rs, folder, home, limit, out)
     out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
     kb = ingest_beir(folder, home, default_kb_name(folder), out)
     names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
@@ -159,6 +164,30 @@ def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print
         result.rows.append(ask(kb, rs, qid, question, "removed", home, {"doc_ids": names - positives}))
         if i % 100 == 0:
             out(f"  {i} questions")
+    return result
+
+
+def _run_hard(rs: RefusalSet, folder: Path, home: Settings, limit: int, out: Out) -> SetResult:
+    """As is: the original corpus. Removed: the corpus less the question's paragraph, plus that
+    paragraph without its answer sentences (same title, same topic, no answer)."""
+    hard = hard_negatives.build(folder, rs.split, home.home / "derived" / f"{dataset_name(folder)}-hard")
+    name = default_kb_name(hard.folder)
+    out(f"{rs.name}: knowledge base '{name}' in {home.home} ({len(hard.gutted)} gutted paragraphs)")
+    kb = ingest_beir(hard.folder, home, name, out)
+    originals = {beir_doc_name(d) for d in hard.originals}
+    result = SetResult(rs.name)
+    asked = 0
+    for qid, question, positives in questions(folder, rs.split, 0):
+        if qid not in hard.gutted:
+            continue
+        gutted = beir_doc_name(hard.gutted[qid])
+        result.rows.append(ask(kb, rs, qid, question, "as_is", home, {"doc_ids": originals}))
+        result.rows.append(ask(kb, rs, qid, question, "removed", home, {"doc_ids": originals - positives | {gutted}}))
+        asked += 1
+        if asked % 100 == 0:
+            out(f"  {asked} questions")
+        if limit and asked >= limit:
+            break
     return result
 
 
