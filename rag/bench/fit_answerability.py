@@ -1,10 +1,10 @@
 """Fit the answerability models on training dumps and write ``answerability/weights.json``.
 
-    python -m rag bench refusal scifact-train cmrc-trial --fallback reject --dump train.jsonl
+    python -m rag bench refusal scifact-train cmrc-trial cmrc-trial-hard --fallback reject --dump train.jsonl
     python -m rag.bench.fit_answerability train.jsonl --write
 
 One logistic regression per script (``latin`` from SciFact train, ``cjk`` from the CMRC 2018
-trial), on the features of ``rag.retrieval.answerability.FEATURES``; label = the question's own
+trial: other articles' paragraphs, and its own paragraph with the answer cut out), on the features of ``rag.retrieval.answerability.FEATURES``; label = the question's own
 relevant passages were searchable (as is) or filtered out (removed). The operating point is
 chosen on the same training data: the threshold that refuses the most unanswerable questions
 while refusing at most ``MAX_FALSE_REFUSALS`` of answerable ones; the bias is then shifted so

@@ -6,6 +6,8 @@ answer is in the corpus, and **removed**, where a per-question filter at recall 
 that question's own relevant passages, so the knowledge base no longer holds its answer (the
 distractors stay: same-topic passages that do not answer). A question counts as refused when
 the fallback decision is anything but ``answer`` (refusal or a question back).
+``cmrc-trial-hard`` removes less: the question's paragraph is replaced by a copy without the
+sentences that hold its answer (``hard_negatives.py``), the same-topic case RGB-zh tests.
 
 Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
@@ -53,7 +55,7 @@ SETS = {
         RefusalSet("cmrc-trial-hard", "cmrc2018-trial", "train", train=True, hard=True),
     )
 }
-DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial")
+DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial", "cmrc-trial-hard")
 CURVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
