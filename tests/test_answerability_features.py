@@ -211,3 +211,32 @@ def test_question_frames_are_not_terms(question, not_terms):
     """Words that frame a Chinese question (who by, how many of, this, if) are not what the
     answer says, so their absence from the documents is no reason to refuse."""
     assert not (not_terms & set(question_terms(question)))
+
+
+def test_a_sentence_holds_the_terms_of_its_heading():
+    """ "本种分布于……" under "# 青岚蜂鸟" holds the bird's name: the best sentence is the one that
+    says where it lives, and nothing the question asks is reported missing."""
+    stats = TermStats(10, {"青岚": 1, "蜂鸟": 2, "分布": 3})
+    text = "青岚蜂鸟是蜂鸟科的一种小型鸟类。本种分布于安第斯山脉东坡的云雾林。"
+    plain = features("青岚蜂鸟分布在哪些地区？", [EvidenceChunk(text, 0.9, 1, 1)], stats)
+    assert plain.x["cover_sentence"] < 1.0 and plain.unheld  # no sentence names both
+    headed = features("青岚蜂鸟分布在哪些地区？", [EvidenceChunk(text, 0.9, 1, 1, heading="青岚蜂鸟")], stats)
+    assert headed.x["cover_sentence"] == pytest.approx(1.0) and not headed.unheld
+    assert headed.best_sentence == "本种分布于安第斯山脉东坡的云雾林。"
+
+
+def test_one_unheld_term_is_not_called_absent():
+    """A term the documents hold, but not where the rest of the question is: the message says the
+    closest passage lacks it, not that no passage says anything about it."""
+    model = AnswerabilityModel("test", ("cover_sentence",), (1.0,), -5.0)  # refuses whatever the features
+    chunks = [EvidenceChunk("Employees get 25 days of paid annual leave. Parking is free for staff.", 0.9, 1, 1)]
+    a = assess(
+        "How many parking days do employees get?",
+        chunks,
+        TermStats(10, {"park": 1, "day": 2, "employe": 5}),
+        "latin",
+        0.5,
+        0.59,
+        model=model,
+    )
+    assert a.missing == "The closest passage doesn't mention 'parking'."

@@ -192,6 +192,7 @@ class _Judge:
                 # BM25-only route: the reranker's (e5) order stands in for the dense retriever's
                 s.rank if self.sparse_only else by_id[s.chunk_id].dense_rank,
                 by_id[s.chunk_id].sparse_rank,
+                " ".join(by_id[s.chunk_id].chunk.heading_path),
             )
             for s in ranked.results[:EVIDENCE_CHUNKS]
         ]

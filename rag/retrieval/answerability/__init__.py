@@ -46,6 +46,7 @@ class EvidenceChunk:
     score: float
     dense_rank: int | None
     sparse_rank: int | None
+    heading: str = ""  # the headings it sits under: every sentence of it holds their terms
 
 
 CJK_LETTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -85,7 +86,7 @@ def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, c
     best, best_share, best_missing = "", 0.0, tuple(surface.values())
     for chunk in top:
         for sent in sentences(chunk.text):
-            cov = coverage(weights, surface, sent, near)
+            cov = coverage(weights, surface, f"{chunk.heading}\n{sent}" if chunk.heading else sent, near)
             # ties go to the sentence that carries what is asked for
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):
@@ -182,6 +183,8 @@ def _missing(read: _Read, question: str) -> str:
         return "The documents don't mention " + ", ".join(f"'{t}'" for t in named[:4]) + "."
     if read.x["kind_missing"] and read.best_sentence:
         return f"The closest passage gives no {_KIND_WORDS[read.kind][2:]} where the question asks for {_KIND_WORDS[read.kind]}."
+    if len(read.unheld) == 1:  # in the documents, but not where the rest of the question is
+        return f"The closest passage doesn't mention '{read.unheld[0]}'."
     if read.unheld:
         return "No passage says anything about " + " together with ".join(f"'{t}'" for t in read.unheld[:3]) + "."
     return ""
