@@ -87,7 +87,7 @@ def test_a_document_outside_the_filters_is_reported_and_dropping_the_filter_lets
 def test_chinese_question_probes_with_jieba_terms(kb):
     trace, found = _doc_probe(kb, ZH_QUESTION, "expense_policy_zh.md")
     assert found.excluded_by is None and found.candidate.kept
-    assert {"出差", "住宿", "标准"} <= set(found.terms) and found.dense is None and found.dense_note
+    assert {"出差", "住宿", "每晚"} <= set(found.terms) and found.dense is None and found.dense_note
     cut = next(c for c in trace.candidates if not c.kept and c.fused_rank)
     other = probe(kb, trace, chunk_target(kb, cut.chunk_id))
     assert other.excluded_by is cut.dropped_by and other.reason and other.changes
