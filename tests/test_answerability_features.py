@@ -205,12 +205,19 @@ def test_absent_terms_spelled_differently_in_the_scope_are_not_missing():
         ("此鱼分布在哪些地区？", {"此鱼", "地区"}),
         ("误食软枝黄蝉的话，有什么症状？", {"的话"}),
         ("王法慧是谁的女儿？", {"慧是"}),
+        ("尤金袋鼠的体重大约是多少？", {"大约"}),
     ],
 )
 def test_question_frames_are_not_terms(question, not_terms):
     """Words that frame a Chinese question (who by, how many of, this, if) are not what the
     answer says, so their absence from the documents is no reason to refuse."""
     assert not (not_terms & set(question_terms(question)))
+
+
+def test_a_latin_name_in_a_chinese_question_stays_a_term():
+    """jieba's tokens come before the Latin ones, so "agg01" follows "哪些" in the token list; it
+    is still the subject, not the category asked for."""
+    assert "agg01" in question_terms("AGG01的实际功效有哪些？")
 
 
 def test_a_sentence_holds_the_terms_of_its_heading():

@@ -29,7 +29,8 @@ QUESTION_WORDS_ZH = frozenset(
     "什么 哪些 哪个 哪里 哪儿 哪位 哪家 哪年 哪一年 哪天 哪一天 哪国 哪 多少 几 几个 几年 几次 几名 几人 如何 怎么 怎样 怎么样 "
     "为什么 为何 是否 是不是 吗 呢 吧 啊 谁 请问 有 有没有 没有 会 能 可以 要 需要 何时 什么时候 时候 多久 多长 多大 "
     "一下 请 我 我们 你 你们 他 她 它 哪些人 什么样 多少钱 怎么办 是 为 被 给 让 对 从 到 把 向 上 下 中 个 些 "
-    "由谁 谁来 由谁来 被谁 的话 现在 目前 如今 做出 有何 有哪些 方面 地方 这个 这些 那个 那些".split()
+    "由谁 谁来 由谁来 被谁 的话 现在 目前 如今 做出 有何 有哪些 方面 地方 这个 这些 那个 那些 "
+    "大约 大概 大致 左右 主要 实际 称之为 之为".split()
 )
 # "哪所", "几项", "此鱼", "该漫画": an interrogative or a pointer back to the conversation, glued by
 # jieba to the word after it; the answer never says it.
@@ -118,7 +119,7 @@ def question_terms(question: str) -> Mapping[str, str]:
                 term in QUESTION_WORDS_ZH
                 or term in QUESTION_WORDS_EN
                 or not term.strip()
-                or after in CATEGORY_AFTER_ZH
+                or (after in CATEGORY_AFTER_ZH and _CJK_CHAR.match(term))  # Latin tokens come last
                 or (term.startswith(_FRAME_PREFIX_ZH) and _CJK_CHAR.match(term))
                 or (len(term) == 2 and term.endswith("是"))  # "慧是" of "王法慧是谁": jieba's cut across "is"
             ):
