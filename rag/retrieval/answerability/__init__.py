@@ -22,6 +22,7 @@ from rag.retrieval.answerability.terms import (
     asks_for,
     carries,
     coverage,
+    held_terms,
     idf,
     question_terms,
     sentences,
@@ -85,8 +86,9 @@ def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, c
     cover_chunk = coverage(weights, surface, top[0].text, near).share if top else 0.0
     best, best_share, best_missing = "", 0.0, tuple(surface.values())
     for chunk in top:
+        headed = held_terms(weights, chunk.heading, near) if chunk.heading else frozenset()
         for sent in sentences(chunk.text):
-            cov = coverage(weights, surface, f"{chunk.heading}\n{sent}" if chunk.heading else sent, near)
+            cov = coverage(weights, surface, sent, near, headed)
             # ties go to the sentence that carries what is asked for
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):

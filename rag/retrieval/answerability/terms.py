@@ -154,14 +154,10 @@ class Coverage:
     missing: tuple[str, ...]  # terms (surface forms) not present
 
 
-def coverage(
-    weights: dict[str, float], surface: dict[str, str], text: str, near: dict[str, str] | None = None
-) -> Coverage:
-    """``near`` maps a term to how the scope spells it (a corrected typo, or the term itself for
-    a CJK word that jieba cut differently there: then its characters are looked for as they are)."""
-    total = sum(weights.values())
-    if total <= 0:
-        return Coverage(1.0, ())
+def held_terms(terms, text: str, near: dict[str, str] | None = None) -> frozenset[str]:
+    """The ``terms`` that ``text`` holds. ``near`` maps a term to how the scope spells it (a
+    corrected typo, or the term itself for a CJK word that jieba cut differently there: then its
+    characters are looked for as they are)."""
     tokens = set(tokenize(text))
     near = near or {}
 
@@ -169,5 +165,21 @@ def coverage(
         alias = near.get(t, "")
         return t in tokens or (alias in tokens if alias != t else bool(alias) and alias in text)
 
-    got = sum(w for t, w in weights.items() if held(t))
-    return Coverage(got / total, tuple(surface[t] for t in weights if not held(t)))
+    return frozenset(t for t in terms if held(t))
+
+
+def coverage(
+    weights: dict[str, float],
+    surface: dict[str, str],
+    text: str,
+    near: dict[str, str] | None = None,
+    given: frozenset[str] = frozenset(),
+) -> Coverage:
+    """How much of the question's weight ``text`` holds, counting the ``given`` terms as held
+    (those of the headings the text sits under: see :func:`held_terms`)."""
+    total = sum(weights.values())
+    if total <= 0:
+        return Coverage(1.0, ())
+    got_terms = held_terms(weights, text, near) | given
+    got = sum(w for t, w in weights.items() if t in got_terms)
+    return Coverage(got / total, tuple(surface[t] for t in weights if t not in got_terms))
