@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.answer.sentences import split_sentences
+from rag.answer.sentences import is_cjk, split_sentences
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 
 GUTTED_SEP = "~"  # <paragraph id>~<question id>
@@ -43,12 +43,8 @@ def gut(text: str, answers: list[str]) -> str | None:
     if not spans:
         return None
     kept = [s.text for s in split_sentences(text) if not any(a < s.end and s.start < b for a, b in spans)]
-    left = "".join(kept) if all(_is_cjk_sentence(k) for k in kept) else " ".join(kept)
+    left = ("" if is_cjk(text) else " ").join(kept)
     return left if len(left) >= MIN_LEFT_CHARS else None
-
-
-def _is_cjk_sentence(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 def build(source: Path, split: str, out_dir: Path) -> HardCorpus:

@@ -153,23 +153,39 @@ def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: S
 
 
 def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print) -> SetResult:
+    """Every question of ``rs`` asked as is and removed (see the module docstring)."""
     folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
-    if rs.hard:
-        return _run_hard(rs, folder, home, limit, out)
-    out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
-    kb = ingest_beir(folder, home, default_kb_name(folder), out)
-    names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
+    kb, filters = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
     result = SetResult(rs.name)
-    for i, (qid, question, positives) in enumerate(questions(folder, rs.split, limit), 1):
-        result.rows.append(ask(kb, rs, qid, question, "as_is", home, None))
-        result.rows.append(ask(kb, rs, qid, question, "removed", home, {"doc_ids": names - positives}))
-        if i % 100 == 0:
-            out(f"  {i} questions")
+    asked = 0
+    for qid, question, positives in questions(folder, rs.split, 0 if rs.hard else limit):
+        pair = filters(qid, positives)
+        if pair is None:
+            continue
+        result.rows.append(ask(kb, rs, qid, question, "as_is", home, pair[0]))
+        result.rows.append(ask(kb, rs, qid, question, "removed", home, pair[1]))
+        asked += 1
+        if asked % 100 == 0:
+            out(f"  {asked} questions")
+        if limit and asked >= limit:
+            break
     return result
 
 
-def _run_hard(rs: RefusalSet, folder: Path, home: Settings, limit: int, out: Out) -> SetResult:
+# Each set's knowledge base, and per question (id, own passages) its two filters: (as is,
+# removed), or None to skip the question.
+
+
+def _plain_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
+    """As is: the whole corpus. Removed: the corpus less the question's own passages."""
+    out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
+    kb = ingest_beir(folder, home, default_kb_name(folder), out)
+    names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
+    return kb, lambda qid, positives: (None, {"doc_ids": names - positives})
+
+
+def _hard_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
     """As is: the original corpus. Removed: the corpus less the question's paragraph, plus that
     paragraph without its answer sentences (same title, same topic, no answer)."""
     hard = hard_negatives.build(folder, rs.split, home.home / "derived" / f"{dataset_name(folder)}-hard")
@@ -177,20 +193,13 @@ def _run_hard(rs: RefusalSet, folder: Path, home: Settings, limit: int, out: Out
     out(f"{rs.name}: knowledge base '{name}' in {home.home} ({len(hard.gutted)} gutted paragraphs)")
     kb = ingest_beir(hard.folder, home, name, out)
     originals = {beir_doc_name(d) for d in hard.originals}
-    result = SetResult(rs.name)
-    asked = 0
-    for qid, question, positives in questions(folder, rs.split, 0):
+
+    def filters(qid: str, positives: set[str]):
         if qid not in hard.gutted:
-            continue
-        gutted = beir_doc_name(hard.gutted[qid])
-        result.rows.append(ask(kb, rs, qid, question, "as_is", home, {"doc_ids": originals}))
-        result.rows.append(ask(kb, rs, qid, question, "removed", home, {"doc_ids": originals - positives | {gutted}}))
-        asked += 1
-        if asked % 100 == 0:
-            out(f"  {asked} questions")
-        if limit and asked >= limit:
-            break
-    return result
+            return None
+        return {"doc_ids": originals}, {"doc_ids": originals - positives | {beir_doc_name(hard.gutted[qid])}}
+
+    return kb, filters
 
 
 def print_result(result: SetResult, out: Out = print) -> None:
