@@ -81,3 +81,57 @@ def app_home(home: Path) -> Iterator[None]:
             os.environ.pop("RAG_HOME", None)
         else:
             os.environ["RAG_HOME"] = saved
+
+
+# -- AppTest helpers -------------------------------------------------------------------
+def frame(at, column: str):
+    """The (only) table with ``column``: plain st.dataframe tables are not widgets, so have no key."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, f"{len(found)} tables with a '{column}' column"
+    return found[0]
+
+
+def texts(elements) -> str:
+    return "\n".join(str(e.value) for e in elements)
+
+
+# -- Chromium helpers ------------------------------------------------------------------
+def require_chromium() -> None:
+    import pytest
+
+    from rag.bench.pages import CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install chromium`, see .ci/run)")
+
+
+@contextmanager
+def chromium_page(shots: Path):
+    """One page in Debian's Chromium (1400 x 1600), with ``shots`` emptied for its screenshots.
+    Waits allow 120 s: a loaded CI machine is slow, and they end as soon as the page is ready."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    from rag.bench.pages import launch, new_page
+
+    if shots.exists():
+        shutil.rmtree(shots)
+    shots.mkdir(parents=True)
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        page = new_page(browser, viewport={"width": 1400, "height": 1600})
+        page.set_default_timeout(120_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def act(page, action) -> None:
+    """Do ``action`` and wait until the Streamlit rerun it starts has rendered."""
+    from rag.bench.pages import wait_rendered, watch_run
+
+    watch_run(page)
+    action()
+    wait_rendered(page, watched=True)

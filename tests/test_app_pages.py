@@ -10,7 +10,18 @@ import re
 
 import pytest
 import streamlit as st
-from app_support import ANSWERABLE, HOSTILE_TEXT, ROOT, UNANSWERABLE, ZEBRA_QUESTION, app_home, build_kb, small_goldset
+from app_support import (
+    ANSWERABLE,
+    HOSTILE_TEXT,
+    ROOT,
+    UNANSWERABLE,
+    ZEBRA_QUESTION,
+    app_home,
+    build_kb,
+    frame,
+    small_goldset,
+    texts,
+)
 from streamlit.testing.v1 import AppTest
 
 from rag import ask
@@ -48,17 +59,6 @@ def start(page: str = "", **params: str) -> AppTest:
         at.query_params.update(params)
         run(at)
     return at
-
-
-def frame(at: AppTest, column: str):
-    """The (only) table with ``column``: plain st.dataframe tables are not widgets, so have no key."""
-    found = [d.value for d in at.dataframe if column in d.value.columns]
-    assert len(found) == 1, f"{len(found)} tables with a '{column}' column"
-    return found[0]
-
-
-def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements)
 
 
 def html_of(at: AppTest) -> str:

@@ -5,7 +5,7 @@ question did not use, the stage that excluded it, the suggested change, and its 
 from __future__ import annotations
 
 import pytest
-from app_support import ROOT, app_home
+from app_support import ROOT, app_home, frame, texts
 from probe_support import (
     CANTEEN_QUESTION,
     RECALL_QUESTION,
@@ -43,17 +43,6 @@ def open_why_not(case: dict, tab: str = "Why not") -> AppTest:
     at.switch_page("pages/inspector.py")
     at.query_params.update({"kb": "demo", "turn": case["turn"], "tab": tab})
     return run(at)
-
-
-def frame(at: AppTest, column: str):
-    """The (only) table with ``column``: plain st.dataframe tables are not widgets, so have no key."""
-    found = [d.value for d in at.dataframe if column in d.value.columns]
-    assert len(found) == 1, f"{len(found)} tables with a '{column}' column"
-    return found[0]
-
-
-def texts(elements) -> str:
-    return "\n".join(str(e.value) for e in elements)
 
 
 def test_outside_recall_k_and_the_suggested_replay_lets_it_in(turns):

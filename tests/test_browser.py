@@ -8,13 +8,10 @@ would set ``window.__xss`` or open a dialog if it ever ran. Screenshots go to te
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
-from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION
+from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION, act, chromium_page, require_chromium
 
-from rag.bench.pages import CHROMIUM, AppServer, goto, launch, new_page, wait_rendered, watch_run
+from rag.bench.pages import AppServer, goto, wait_rendered
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "browser"
@@ -29,8 +26,7 @@ XSS_GOLD = '{"id": "zebra", "question": "What is the zebra protocol code? <img s
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install chromium`, see .ci/run)")
+    require_chromium()
     home = tmp_path_factory.mktemp("browser") / "home"
     home.mkdir()
     srv = AppServer(home).start()
@@ -40,32 +36,17 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(server):
-    from playwright.sync_api import sync_playwright
-
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        pg = new_page(browser, viewport={"width": 1400, "height": 1600})
-        pg.set_default_timeout(120_000)  # a loaded CI machine is slow; waits end as soon as the page is ready
+    with chromium_page(SHOTS) as pg:
         pg.dialogs = []
         pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
         goto(pg, server.url, 900_000)  # first start builds the demo knowledge base
         yield pg
-        browser.close()
 
 
 def no_script_ran(page) -> None:
     assert page.evaluate("window.__xss === undefined"), "a payload ran"
     assert page.dialogs == [], page.dialogs
     assert page.locator('img[src="x"], main iframe, main svg[onload]').count() == 0
-
-
-def act(page, action) -> None:
-    watch_run(page)
-    action()
-    wait_rendered(page, watched=True)
 
 
 def nav(page, title: str) -> None:

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from app_support import ROOT
+from app_support import ROOT, act, chromium_page, require_chromium
 from probe_support import CANTEEN_QUESTION, RECALL_QUESTION, SICK_QUESTION, TERM_QUESTION
 
-from rag.bench.pages import CHROMIUM, AppServer, goto, launch, new_page, wait_rendered, watch_run
+from rag.bench.pages import AppServer, goto
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "browser-probe"
@@ -23,8 +21,7 @@ SHOTS = ROOT / "test-artifacts" / "browser-probe"
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (`apt-get install chromium`, see .ci/run)")
+    require_chromium()
     home = tmp_path_factory.mktemp("browser-probe") / "home"
     env = os.environ | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     built = subprocess.run(
@@ -39,23 +36,8 @@ def cases(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(cases):
-    from playwright.sync_api import sync_playwright
-
-    if SHOTS.exists():
-        shutil.rmtree(SHOTS)
-    SHOTS.mkdir(parents=True)
-    with sync_playwright() as pw:
-        browser = launch(pw)
-        pg = new_page(browser, viewport={"width": 1400, "height": 1600})
-        pg.set_default_timeout(120_000)
+    with chromium_page(SHOTS) as pg:
         yield pg
-        browser.close()
-
-
-def act(page, action) -> None:
-    watch_run(page)
-    action()
-    wait_rendered(page, watched=True)
 
 
 def open_why_not(page, cases, question: str) -> None:
