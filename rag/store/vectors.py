@@ -11,6 +11,7 @@ import fcntl
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, NamedTuple, TypeVar
@@ -19,6 +20,7 @@ import chromadb
 import httpx
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
+from chromadb.errors import InternalError
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
@@ -31,6 +33,10 @@ _clients: dict[tuple, chromadb.api.ClientAPI] = {}
 _lock = threading.Lock()
 _store_locks: dict[Path, IO[str]] = {}  # embedded stores this process owns (held until exit)
 PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this time is "down"
+# A read racing another client's write of the same collection can find its HNSW segment not yet
+# on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated.
+SETTLING = "hnsw segment reader"
+SETTLE_DELAYS_S = (0.05, 0.2, 0.5, 1.0)
 T = TypeVar("T")
 
 
@@ -137,6 +143,19 @@ def forget_client(settings: Settings) -> None:
         _clients.pop(key, None)
 
 
+def _settled(op: str, fn: Callable[[], T]) -> T:
+    """``fn()``, repeated after a short wait while Chroma says a segment is still being written."""
+    for delay in SETTLE_DELAYS_S:
+        try:
+            return fn()
+        except InternalError as exc:
+            if SETTLING not in str(exc):
+                raise
+            log.warning("Chroma %s found a segment still being written (%s); again in %.2f s", op, exc, delay)
+        time.sleep(delay)
+    return fn()
+
+
 class VectorStore:
     """The vectors of one knowledge base."""
 
@@ -165,7 +184,7 @@ class VectorStore:
         cached client is forgotten, a new one is made (heartbeat first) and the operation repeated.
         """
         try:
-            return fn()
+            return _settled(op, fn)
         except httpx.TransportError as exc:
             if not self.settings.server_mode:
                 raise
@@ -173,7 +192,7 @@ class VectorStore:
         forget_client(self.settings)
         self._open()  # StoreUnavailable with the fix when the server is still down
         try:
-            return fn()
+            return _settled(op, fn)
         except httpx.TransportError as exc:
             forget_client(self.settings)
             where = f"{self.settings.chroma_host}:{self.settings.chroma_port}"
