@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.refusal import SETS, Row, SetResult, load_dump, print_result
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
@@ -75,10 +76,10 @@ def cv_auc(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int = 5) -> 
     return auc(p, y)
 
 
-def fit_script(rows: list[Row], script: str) -> dict:
+def fit_script(rows: list[Row], script: str, leave_out: str = "") -> dict:
     from sklearn.linear_model import LogisticRegression
 
-    names = tuple(FEATURES)
+    names = tuple(n for n in FEATURES if n != leave_out and all(n in r.features for r in rows))
     x, y = matrix(rows, names)
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
     # the absent-term rule refuses whatever the probability: the operating point counts it
@@ -120,6 +121,11 @@ def fit(rows: list[Row]) -> dict[str, dict]:
     out = {}
     for script, sources in FIT_ON.items():
         part = [r for r in rows if r.script == script and r.set in sources and r.features]
+        if any("reader" in r.features for r in part):
+            # the reader was trained on some of these questions: fit on the ones it never saw
+            part = [r for r in part if "reader" in r.features and fold_of(r.qid) not in READER_FOLDS]
+            if len(part) >= 50:
+                out[f"{script}/no-reader"] = fit_script(part, script, leave_out="reader")
         if len(part) >= 50:
             out[script] = fit_script(part, script)
     return out
@@ -131,6 +137,8 @@ def rescored(rows: list[Row], threshold: float = 0.5) -> list[SetResult]:
     out: dict[str, SetResult] = {}
     for r in rows:
         model = model_for(r.script)
+        if "reader" in model.features and "reader" not in r.features:
+            model = model_for(r.script, without="reader")
         p = model.probability(r.features) if not model.is_rule and r.features else r.probability
         refused = p is None or p < threshold or bool(vetoing(r.absent_terms, r.script, r.question))
         out.setdefault(r.set, SetResult(r.set)).rows.append(replace(r, refused=refused, probability=p))

@@ -40,6 +40,10 @@ def verdict_lines(a: Answerability) -> list[str]:
         lines.append("Not in the best evidence sentence: " + ", ".join(f"'{t}'" for t in a.unheld_terms) + ".")
     if a.best_sentence:
         lines.append(f"Best evidence sentence: “{a.best_sentence}”")
+    if a.reader:
+        lines.append(f"Answer reader: {a.reader}.")
+    if a.reader_window:
+        lines.append(f"Window the reader rated highest: “{a.reader_window}”")
     if a.missing:
         lines.append(f"Shown to the user: {a.missing}")
     return lines

