@@ -83,3 +83,25 @@ def test_hard_corpus_adds_one_gutted_copy_per_question(tmp_path):
     docs = {d["_id"]: d for d in map(json.loads, (hard.folder / "corpus.jsonl").read_text().splitlines())}
     assert "安第斯" not in docs["P1~Q1"]["text"] and "约重4克" in docs["P1~Q1"]["text"]
     assert docs["P1~Q2"]["title"] == "青岚蜂鸟" and "约重4克" not in docs["P1~Q2"]["text"]
+
+
+def test_cjk_fit_with_the_reader_uses_only_questions_the_reader_never_saw_and_fits_a_twin_without_it():
+    import random
+
+    from rag.bench.answer_reader import READER_FOLDS, fold_of
+    from rag.retrieval.answerability.model import FEATURES
+
+    rng = random.Random(3)
+    rows = []
+    for i in range(400):
+        qid = f"TRIAL_{i}"
+        for condition, good in (("as_is", 1.0), ("removed", 0.0)):
+            x = {n: rng.random() for n in FEATURES}
+            x["reader"] = 0.6 * good + 0.4 * rng.random()  # separates the two conditions
+            rows.append(Row("cmrc-trial", qid, condition, "问", False, "answer", 0.5, "cjk", x, [], 10.0))
+    models = fit(rows)
+    held = sum(1 for i in range(400) if fold_of(f"TRIAL_{i}") not in READER_FOLDS)
+    assert models["cjk"]["provenance"]["questions"] == held < 400
+    assert "reader" in models["cjk"]["features"]
+    assert "reader" not in models["cjk/no-reader"]["features"]
+    assert models["cjk"]["provenance"]["cv5_auc"] > models["cjk/no-reader"]["provenance"]["cv5_auc"]

@@ -166,8 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  AUC train {prov['train_auc']} · 5-fold CV {prov['cv5_auc']} · p_top alone {prov['p_top_alone_auc']}")
         print(f"  {prov['operating_point']}")
         print(f"  absent-term rule: {prov['absent_term_rule']}")
-    if args.write:
-        WEIGHTS_FILE.write_text(json.dumps({"models": models}, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.write:  # a script the dumps don't cover keeps its shipped model
+        kept = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))["models"] if WEIGHTS_FILE.exists() else {}
+        kept = {k: v for k, v in kept.items() if k.split("/")[0] not in {s.split("/")[0] for s in models}}
+        body = {"models": kept | models}
+        WEIGHTS_FILE.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         load_models.cache_clear()
         print(f"wrote {WEIGHTS_FILE}")
     return 0

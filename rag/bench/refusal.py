@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rag.bench import hard_negatives
+from rag.bench.answer_reader import fold_of
 from rag.bench.beir import bench_home, dataset_name, default_kb_name, ingest_beir
 from rag.config import Settings
 from rag.errors import DatasetError
@@ -152,8 +153,11 @@ def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: S
     )
 
 
-def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print) -> SetResult:
-    """Every question of ``rs`` asked as is and removed (see the module docstring)."""
+def run_set(
+    rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print, folds: frozenset[int] = frozenset()
+) -> SetResult:
+    """Every question of ``rs`` asked as is and removed (see the module docstring); with
+    ``folds``, only the questions of those folds (``answer_reader.fold_of``)."""
     folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
     kb, filters = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
@@ -161,7 +165,7 @@ def run_set(rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print
     asked = 0
     for qid, question, positives in questions(folder, rs.split, 0 if rs.hard else limit):
         pair = filters(qid, positives)
-        if pair is None:
+        if pair is None or (folds and fold_of(qid) not in folds):
             continue
         result.rows.append(ask(kb, rs, qid, question, "as_is", home, pair[0]))
         result.rows.append(ask(kb, rs, qid, question, "removed", home, pair[1]))
@@ -230,6 +234,11 @@ def add_refusal_parser(bsub) -> None:
     p.add_argument("--limit", type=int, default=0, help="only the first N questions of each set")
     p.add_argument("--dump", default="", help="write every question's answerability features to this JSONL file")
     p.add_argument("--fallback", default="", help="fallback policy for this run (fitting uses 'reject': no retries)")
+    p.add_argument(
+        "--folds",
+        default="",
+        help="only questions of these folds (stable hash of the id mod 5), e.g. 3,4: those the Chinese reader never saw",
+    )
     p.set_defaults(func=main)
 
 
@@ -243,7 +252,8 @@ def main(args) -> int:
     print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
     results = []
     for name in args.sets:
-        result = run_set(SETS[name], settings, args.limit)
+        folds = frozenset(int(f) for f in args.folds.split(",") if f.strip())
+        result = run_set(SETS[name], settings, args.limit, folds=folds)
         print_result(result)
         results.append(result)
     if args.dump:
