@@ -1,6 +1,6 @@
 """Fine-tune the Chinese answer reader (``rag.retrieval.answerability.reader``) on CMRC 2018 trial.
 
-    python -m rag.bench.fit_cjk_reader [--data ../shared/bench/cmrc2018-trial/beir] [--epochs 3] [--write]
+    python -m rag.bench.fit_cjk_reader [--data ../shared/bench/cmrc2018-trial/beir] [--write]
 
 Pairs come from a *training* set only (CMRC 2018 trial, its BEIR view: each question's paragraph
 and answer spans). Per question, the reader reads windows (``reader.focus``) of:
@@ -8,12 +8,14 @@ and answer spans). Per question, the reader reads windows (``reader.focus``) of:
   answer's own sentence (a positive);
 - the same paragraph with the answer sentences cut out (``hard_negatives.gut``): same title,
   same topic, no answer (a negative);
-- the two other paragraphs sharing most characters with the question (negatives unless the
-  window happens to hold the answer string).
+- ``INNER`` windows of its own paragraph around sentences without the answer (negatives);
+- the ``OTHERS`` other paragraphs sharing most characters with the question (negatives unless
+  the window happens to hold the answer string).
 Only questions of folds ``READER_FOLDS`` (a stable hash of the id) train the reader; the other
 folds are held out: the answerability model is fit on them, so the reader's feature is judged on
-questions it never saw. The script prints the held-out AUC at the question level (best window
-over own + 2 others, as is, vs gutted + the same 2 others) beside character overlap's.
+questions it never saw. The script prints the held-out AUC per window, per question (best window
+over own + others, as is, vs gutted + the same others) and own vs gutted, beside character
+overlap's.
 The lower layers are frozen, so their output is computed once; only the top ``TRAIN_LAYERS``
 layers and the head train, and only they are written (float16) to ``reader-cjk.pt``.
 """
@@ -43,10 +45,13 @@ from rag.retrieval.answerability.reader import (
     reader_text,
     score_batch,
 )
+from rag.retrieval.answerability.terms import sentences
 
 DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
 COMMAND = "python -m rag.bench.fit_cjk_reader --write"
-OTHERS = 2  # other paragraphs per question
+OTHERS = 1  # other paragraphs per question
+INNER = 3  # windows of the own paragraph without the answer, per question
+EPOCHS = 4
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,16 @@ def _holds(window: str, answers: list[str]) -> int:
     return int(any(a in window for a in answers))
 
 
-def pairs(data: Path) -> list[Pair]:
+def _inner_windows(question: str, text: str, title: str, answers: list[str], n: int) -> list[str]:
+    """Up to ``n`` windows of the own paragraph around sentences that don't hold the answer, those
+    sharing most of the question first: same article, same topic, no answer."""
+    q = grams(question) - grams(title)
+    sents = [s for s in sentences(text) if not _holds(s, answers)]
+    sents.sort(key=lambda s: -len(q & grams(s)))
+    return [w for w in (focus(s, text) for s in sents[:n]) if not _holds(w, answers)]
+
+
+def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
     corpus = {d: doc for d, doc in iter_corpus(data)}
     by_doc = {d: grams(doc.text) for d, doc in corpus.items()}
     qrels = load_qrels(data, "train")
@@ -89,8 +103,10 @@ def pairs(data: Path) -> list[Pair]:
         if aw and aw != w and _holds(aw, answers):
             out.append(Pair(qid, question, aw, title, 1, "answer"))
         out.append(Pair(qid, question, focus(question, gutted, title), title, 0, "gutted"))
+        for w in _inner_windows(question, text, title, answers, inner):
+            out.append(Pair(qid, question, w, title, 0, "inner"))
         q = grams(question)
-        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:OTHERS]
+        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:others]
         for d in near:
             w = focus(question, corpus[d].text, corpus[d].title)
             out.append(Pair(qid, question, w, corpus[d].title, _holds(w, answers), "other"))
@@ -129,14 +145,16 @@ def _forward(encoder, head, cached: list, cut: int):
     return score_batch(encoder, head, [ids for ids, _ in cached], start=cut, hidden=hidden)
 
 
-def train(encoder, head, cached: list, labels: np.ndarray, epochs: int, seed: int = 13) -> list[float]:
+def train(
+    encoder, head, cached: list, labels: np.ndarray, epochs: int, layers: int, lr: float, seed: int = 13
+) -> list[float]:
     import torch
 
-    cut = len(encoder.layers) - TRAIN_LAYERS
+    cut = len(encoder.layers) - layers
     top = encoder.layers[cut:]
     top.requires_grad_(True)
     opt = torch.optim.AdamW(
-        [{"params": top.parameters(), "lr": 1e-4}, {"params": head.parameters(), "lr": 1e-3}], weight_decay=0.01
+        [{"params": top.parameters(), "lr": lr}, {"params": head.parameters(), "lr": 10 * lr}], weight_decay=0.01
     )
     pos_weight = torch.tensor((labels == 0).sum() / max((labels == 1).sum(), 1))
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
@@ -185,25 +203,29 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_cjk_reader", description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=EPOCHS)
+    ap.add_argument("--others", type=int, default=OTHERS, help="other paragraphs' windows per question")
+    ap.add_argument("--lr", type=float, default=1e-4, help="learning rate of the fine-tuned layers (head: 10x)")
+    ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
+    ap.add_argument("--inner", type=int, default=INNER, help="negative windows per question from its own paragraph")
     ap.add_argument("--limit", type=int, default=0, help="first N training pairs only (a smoke run)")
     ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name}")
     args = ap.parse_args(argv)
     torch.manual_seed(13)
     t0 = time.perf_counter()
-    items = pairs(args.data)
+    items = pairs(args.data, args.inner, args.others)
     fit = [p for p in items if fold_of(p.qid) in READER_FOLDS][: args.limit or None]
-    held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role != "answer"]
+    held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
     print(f"{len(items)} pairs from {len({p.qid for p in items})} questions; fit on {len(fit)}, held out {len(held)}")
     f = read_e5()
     tok, encoder = E5Tokenizer(f), build_encoder(f).eval()
     encoder.requires_grad_(False)
     head = torch.nn.Linear(f.header.hidden, 1)
-    cut = len(encoder.layers) - TRAIN_LAYERS
+    cut = len(encoder.layers) - args.layers
     cached_fit, cached_held = precompute(encoder, tok, fit, cut), precompute(encoder, tok, held, cut)
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     overlap = np.array([len(grams(p.question) & grams(p.window)) / max(len(grams(p.question)), 1) for p in held])
-    losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs)
+    losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
     with torch.inference_mode():
         scores = np.concatenate(
             [_forward(encoder, head, cached_held[s : s + 64], cut).numpy() for s in range(0, len(held), 64)]
@@ -213,12 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"held-out questions: reader AUC {question_auc(held, scores):.3f} · overlap {question_auc(held, overlap):.3f}"
     )
+    hard = [i for i, p in enumerate(held) if p.role in ("own", "gutted")]
+    yh = np.array([held[i].role == "own" for i in hard], dtype=int)
+    print(f"held-out own vs gutted: reader AUC {auc(scores[hard], yh):.3f} · overlap {auc(overlap[hard], yh):.3f}")
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write:
         top = encoder.layers[cut:]
         torch.save(
             {
-                "train_layers": TRAIN_LAYERS,
+                "train_layers": args.layers,
                 "layers": {k: v.half() for k, v in top.state_dict().items()},
                 "head": {k: v.half() for k, v in head.state_dict().items()},
                 "provenance": {
@@ -226,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
                     "folds": sorted(READER_FOLDS),
                     "pairs": len(fit),
                     "epochs": args.epochs,
+                    "lr": args.lr,
+                    "inner": args.inner,
+                    "others": args.others,
                     "losses": [round(x, 4) for x in losses],
                     "command": COMMAND,
                     "date": datetime.now(UTC).date().isoformat(),
