@@ -70,3 +70,26 @@ def test_without_the_reader_the_stage_says_so_and_decides_without_it(monkeypatch
         reader_mod.shipped_reader.cache_clear()
     assert "reader" not in a.features and "not available" in a.reader
     assert "reader" not in a.weights
+
+
+@pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
+def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
+    from rag.ingest.pipeline import UploadItem
+    from rag.retrieval.pipeline import retrieve
+    from rag.retrieval.trace import FallbackAction
+
+    kb = make_kb("zhreader")
+    docs = {
+        "travel_zh.md": "# 差旅制度\n\n员工在一线城市出差，住宿费每晚上限为八百元；二线城市每晚上限为五百元。",
+        "hotel_zh.md": "# 协议酒店\n\n员工在一线城市出差，应优先选择公司协议酒店，并在出差结束后五个工作日内提交报销单。",
+    }
+    assert all(r.ok for r in kb.ingest([UploadItem(n, t.encode("utf-8")) for n, t in docs.items()]))
+    q = "一线城市出差住宿费每晚上限是多少？"
+    answered = retrieve(kb, q)
+    a = answered.answerability
+    assert answered.fallback.action is FallbackAction.ANSWER, answered.fallback.reason
+    assert "reader" in a.weights and a.reader.startswith("e5-reader") and "八百元" in a.reader_window
+    hotel_only = {d.id for d in kb.documents() if d.name == "hotel_zh.md"}
+    removed = retrieve(kb, q, filters={"doc_ids": hotel_only}).answerability
+    assert not removed.answerable  # same words, same topic, no figure: refused at the shipped threshold
+    assert removed.features["reader"] < a.features["reader"]
