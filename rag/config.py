@@ -77,6 +77,10 @@ class Settings:
     answerable_threshold: float = _f(
         0.5, "P(answerable) under this refuses (fitted models put their train operating point at 0.5; 0 = never)."
     )
+    answer_reader: bool = _f(
+        False,
+        "Chinese questions: add the answer reader's feature (e5 cross-encoder, model cjk/reader); off: it misses paraphrases.",
+    )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")

@@ -59,13 +59,21 @@ def test_shipped_reader_prefers_the_passage_that_holds_the_answer():
     assert p_holds > p_lacks
 
 
-def test_without_the_reader_the_stage_says_so_and_decides_without_it(monkeypatch, tmp_path):
+STATS = TermStats(df={"年假": 3, "员工": 3}, chunks=10, near={})
+CHUNKS = [EvidenceChunk("全职员工每年享有十五天带薪年假。", 0.9, 1, 1)]
+
+
+def test_the_reader_is_off_by_default_and_the_trace_says_so():
+    a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59)
+    assert "reader" not in a.features and "reader" not in a.weights
+    assert a.reader.startswith("off (RAG_ANSWER_READER=false)")
+
+
+def test_a_reader_asked_for_but_missing_is_said_and_the_plain_model_decides(monkeypatch, tmp_path):
     monkeypatch.setattr(reader_mod, "READER_FILE", tmp_path / "absent.pt")
     reader_mod.shipped_reader.cache_clear()
     try:
-        stats = TermStats(df={"年假": 3, "员工": 3}, chunks=10, near={})
-        chunks = [EvidenceChunk("全职员工每年享有十五天带薪年假。", 0.9, 1, 1)]
-        a = assess("员工每年有多少天年假？", chunks, stats, "cjk", 0.5, 0.59)
+        a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59, use_reader=True)
     finally:
         reader_mod.shipped_reader.cache_clear()
     assert "reader" not in a.features and "not available" in a.reader
@@ -78,7 +86,7 @@ def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     from rag.retrieval.pipeline import retrieve
     from rag.retrieval.trace import FallbackAction
 
-    kb = make_kb("zhreader")
+    kb = make_kb("zhreader", answer_reader=True)
     docs = {
         "travel_zh.md": "# 差旅制度\n\n员工在一线城市出差，住宿费每晚上限为八百元；二线城市每晚上限为五百元。",
         "hotel_zh.md": "# 协议酒店\n\n员工在一线城市出差，应优先选择公司协议酒店，并在出差结束后五个工作日内提交报销单。",

@@ -76,10 +76,10 @@ def cv_auc(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int = 5) -> 
     return auc(p, y)
 
 
-def fit_script(rows: list[Row], script: str, leave_out: str = "") -> dict:
+def fit_script(rows: list[Row], script: str) -> dict:
     from sklearn.linear_model import LogisticRegression
 
-    names = tuple(n for n in FEATURES if n != leave_out and all(n in r.features for r in rows))
+    names = tuple(n for n in FEATURES if all(n in r.features for r in rows))
     x, y = matrix(rows, names)
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
     # the absent-term rule refuses whatever the probability: the operating point counts it
@@ -121,13 +121,13 @@ def fit(rows: list[Row]) -> dict[str, dict]:
     out = {}
     for script, sources in FIT_ON.items():
         part = [r for r in rows if r.script == script and r.set in sources and r.features]
+        key = script
         if any("reader" in r.features for r in part):
             # the reader was trained on some of these questions: fit on the ones it never saw
             part = [r for r in part if "reader" in r.features and fold_of(r.qid) not in READER_FOLDS]
-            if len(part) >= 50:
-                out[f"{script}/no-reader"] = fit_script(part, script, leave_out="reader")
+            key = f"{script}/reader"
         if len(part) >= 50:
-            out[script] = fit_script(part, script)
+            out[key] = fit_script(part, script)
     return out
 
 
@@ -136,9 +136,7 @@ def rescored(rows: list[Row], threshold: float = 0.5) -> list[SetResult]:
     ``--fallback reject`` (no wider retry: the decision is the answerability verdict alone)."""
     out: dict[str, SetResult] = {}
     for r in rows:
-        model = model_for(r.script)
-        if "reader" in model.features and "reader" not in r.features:
-            model = model_for(r.script, without="reader")
+        model = model_for(r.script, reader="reader" in r.features)
         p = model.probability(r.features) if not model.is_rule and r.features else r.probability
         refused = p is None or p < threshold or bool(vetoing(r.absent_terms, r.script, r.question))
         out.setdefault(r.set, SetResult(r.set)).rows.append(replace(r, refused=refused, probability=p))
@@ -166,9 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  AUC train {prov['train_auc']} · 5-fold CV {prov['cv5_auc']} · p_top alone {prov['p_top_alone_auc']}")
         print(f"  {prov['operating_point']}")
         print(f"  absent-term rule: {prov['absent_term_rule']}")
-    if args.write:  # a script the dumps don't cover keeps its shipped model
+    if args.write:  # a model the dumps don't refit stays as shipped
         kept = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8"))["models"] if WEIGHTS_FILE.exists() else {}
-        kept = {k: v for k, v in kept.items() if k.split("/")[0] not in {s.split("/")[0] for s in models}}
         body = {"models": kept | models}
         WEIGHTS_FILE.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         load_models.cache_clear()

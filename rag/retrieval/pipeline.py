@@ -205,6 +205,7 @@ class _Judge:
             self.settings.answerable_threshold,
             self.settings.rerank_threshold,
             calibrated=ranked.calibrated,
+            use_reader=self.settings.answer_reader,
         )
 
     def _timed(self, stage: Stage, fn):

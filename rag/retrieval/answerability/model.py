@@ -88,8 +88,9 @@ def load_models(path: str = str(WEIGHTS_FILE)) -> dict[str, AnswerabilityModel]:
     return models
 
 
-def model_for(script: str, path: str = str(WEIGHTS_FILE), without: str = "") -> AnswerabilityModel:
-    """The model of ``script``; ``without="reader"``: its twin fit without that feature (stored as
-    ``<script>/no-reader``), for when the feature can't be computed here."""
-    key = f"{script}/no-{without}" if without else script
-    return load_models(path).get(key) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")
+def model_for(script: str, path: str = str(WEIGHTS_FILE), reader: bool = False) -> AnswerabilityModel:
+    """The model of ``script``; ``reader``: its twin fit with the answer reader's feature (stored as
+    ``<script>/reader``), when the reader is on and available."""
+    models = load_models(path)
+    found = models.get(f"{script}/reader") if reader else None
+    return found or models.get(script) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")
