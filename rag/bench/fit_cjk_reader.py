@@ -42,6 +42,7 @@ from rag.retrieval.answerability.reader import (
     TRAIN_LAYERS,
     focus,
     grams,
+    padded,
     reader_text,
     score_batch,
 )
@@ -117,11 +118,8 @@ def _lower(encoder, tok, batch: list[Pair], cut: int):
     import torch
 
     ids = [tok.pair("query: " + p.question, reader_text(p.window, p.heading), MAX_TOKENS) for p in batch]
-    n = max(len(i) for i in ids)
-    x = torch.tensor([i + [1] * (n - len(i)) for i in ids])
-    keep = torch.tensor([[True] * len(i) + [False] * (n - len(i)) for i in ids])
     with torch.inference_mode():
-        h = encoder(x, keep, stop=cut)
+        h = encoder(*padded(ids), stop=cut)
     return [(ids[j], h[j, : len(ids[j])].clone()) for j in range(len(batch))]
 
 

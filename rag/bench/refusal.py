@@ -250,9 +250,9 @@ def main(args) -> int:
     if args.fallback:
         settings = settings.replace(fallback=args.fallback)
     print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
+    folds = frozenset(int(f) for f in args.folds.split(",") if f.strip())
     results = []
     for name in args.sets:
-        folds = frozenset(int(f) for f in args.folds.split(",") if f.strip())
         result = run_set(SETS[name], settings, args.limit, folds=folds)
         print_result(result)
         results.append(result)

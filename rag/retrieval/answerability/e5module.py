@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -17,16 +15,6 @@ class E5Layer(nn.Module):
         self.aln = nn.LayerNorm(hidden, eps=eps)
         self.fi, self.fo = nn.Linear(hidden, ffn), nn.Linear(ffn, hidden)
         self.oln = nn.LayerNorm(hidden, eps=eps)
-
-    def load(self, get: Callable[[str], torch.Tensor]) -> None:
-        for name in ("q", "k", "v", "ao", "fi", "fo"):
-            lin = getattr(self, name)
-            lin.weight.copy_(get(f"{name}.w"))
-            lin.bias.copy_(get(f"{name}.b"))
-        for name in ("aln", "oln"):
-            ln = getattr(self, name)
-            ln.weight.copy_(get(f"{name}.w"))
-            ln.bias.copy_(get(f"{name}.b"))
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
         b, n, h = x.shape

