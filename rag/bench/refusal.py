@@ -123,10 +123,10 @@ def _share(a: int, n: int) -> str:
     return f"{a / n:.3f}" if n else "n/a"
 
 
-def questions(folder: Path, split: str, limit: int) -> Iterator[tuple[str, str, set[str]]]:
+def questions(folder: Path, split: str) -> Iterator[tuple[str, str, set[str]]]:
     """(query id, question, names of its relevant documents)."""
     data = load_beir(folder, split, load_corpus=False)
-    for qid in list(data.qrels)[: limit or None]:
+    for qid in data.qrels:
         positives = {beir_doc_name(d) for d, g in data.qrels[qid].items() if g > 0}
         if positives:
             yield qid, data.queries[qid], positives
@@ -163,7 +163,7 @@ def run_set(
     kb, filters = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
     result = SetResult(rs.name)
     asked = 0
-    for qid, question, positives in questions(folder, rs.split, 0 if rs.hard else limit):
+    for qid, question, positives in questions(folder, rs.split):  # ``limit`` counts the questions asked
         pair = filters(qid, positives)
         if pair is None or (folds and fold_of(qid) not in folds):
             continue
