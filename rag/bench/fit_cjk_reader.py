@@ -26,7 +26,7 @@ import argparse
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,15 +35,15 @@ import numpy as np
 from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
 from rag.bench.fit_answerability import auc
 from rag.bench.hard_negatives import gut
+from rag.bench.synonyms import paraphrase
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 from rag.retrieval.answerability.reader import (
-    MAX_TOKENS,
     READER_FILE,
     TRAIN_LAYERS,
     focus,
     grams,
     padded,
-    reader_text,
+    reader_ids,
     score_batch,
 )
 from rag.retrieval.answerability.terms import sentences
@@ -52,7 +52,8 @@ DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
 COMMAND = "python -m rag.bench.fit_cjk_reader --write"
 OTHERS = 1  # other paragraphs per question
 INNER = 3  # windows of the own paragraph without the answer, per question
-EPOCHS = 4
+EPOCHS = 3
+PARAPHRASE = 1  # copies of each training pair with its question paraphrased (``synonyms``)
 
 
 @dataclass(frozen=True)
@@ -114,10 +115,21 @@ def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
     return out
 
 
+def paraphrased(items: list[Pair], seed: int) -> list[Pair]:
+    """``items`` again, each question with Cilin synonyms swapped in (one paraphrase per question,
+    so its own window and its negatives are read against the same words); questions without a
+    word Cilin knows are left out."""
+    rng, by_q = random.Random(seed), {}
+    for p in items:
+        if p.qid not in by_q:
+            by_q[p.qid] = paraphrase(p.question, rng)
+    return [replace(p, question=by_q[p.qid]) for p in items if by_q[p.qid]]
+
+
 def _lower(encoder, tok, batch: list[Pair], cut: int):
     import torch
 
-    ids = [tok.pair("query: " + p.question, reader_text(p.window, p.heading), MAX_TOKENS) for p in batch]
+    ids = [reader_ids(tok, p.question, p.window, p.heading) for p in batch]
     with torch.inference_mode():
         h = encoder(*padded(ids), stop=cut)
     return [(ids[j], h[j, : len(ids[j])].clone()) for j in range(len(batch))]
@@ -180,6 +192,11 @@ def train(
     return losses
 
 
+def _overlap(items: list[Pair]) -> np.ndarray:
+    """The baseline: the share of the question's characters and character pairs the window holds."""
+    return np.array([len(grams(p.question) & grams(p.window)) / max(len(grams(p.question)), 1) for p in items])
+
+
 def question_auc(items: list[Pair], scores: np.ndarray) -> float:
     """Best window over (own + others) vs (gutted + others), per held-out question."""
     by_q: dict[str, dict[str, list[float]]] = {}
@@ -206,38 +223,63 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr", type=float, default=1e-4, help="learning rate of the fine-tuned layers (head: 10x)")
     ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
     ap.add_argument("--inner", type=int, default=INNER, help="negative windows per question from its own paragraph")
+    ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training pair")
     ap.add_argument("--limit", type=int, default=0, help="first N training pairs only (a smoke run)")
+    ap.add_argument(
+        "--evaluate", type=Path, help="judge these saved reader weights on the held-out folds (no training)"
+    )
     ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name}")
     args = ap.parse_args(argv)
     torch.manual_seed(13)
     t0 = time.perf_counter()
     items = pairs(args.data, args.inner, args.others)
     fit = [p for p in items if fold_of(p.qid) in READER_FOLDS][: args.limit or None]
+    fit += [p for k in range(args.paraphrase) for p in paraphrased(fit, seed=13 + k)]
     held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
-    print(f"{len(items)} pairs from {len({p.qid for p in items})} questions; fit on {len(fit)}, held out {len(held)}")
+    held_para = paraphrased(held, seed=7)
+    print(
+        f"{len(items)} pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
+        f"(with {args.paraphrase} paraphrased cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)}"
+    )
     f = read_e5()
     tok, encoder = E5Tokenizer(f), build_encoder(f).eval()
     encoder.requires_grad_(False)
     head = torch.nn.Linear(f.header.hidden, 1)
     cut = len(encoder.layers) - args.layers
-    cached_fit, cached_held = precompute(encoder, tok, fit, cut), precompute(encoder, tok, held, cut)
+    cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
+    cached_held = precompute(encoder, tok, held, cut)
+    cached_para = precompute(encoder, tok, held_para, cut)
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
-    overlap = np.array([len(grams(p.question) & grams(p.window)) / max(len(grams(p.question)), 1) for p in held])
-    losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
+    overlap = _overlap(held)
+    if args.evaluate:
+        saved = torch.load(args.evaluate, map_location="cpu", weights_only=True)
+        encoder.layers[cut:].load_state_dict({k: v.float() for k, v in saved["layers"].items()})
+        head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
+        losses = []
+    else:
+        losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
     with torch.inference_mode():
         scores = np.concatenate(
             [_forward(encoder, head, cached_held[s : s + 64], cut).numpy() for s in range(0, len(held), 64)]
         )
+        para = np.concatenate(
+            [_forward(encoder, head, cached_para[s : s + 64], cut).numpy() for s in range(0, len(held_para), 64)]
+        )
+    para_overlap = _overlap(held_para)
     y = np.array([p.label for p in held])
     print(f"held-out windows: reader AUC {auc(scores, y):.3f} · character overlap {auc(overlap, y):.3f}")
     print(
         f"held-out questions: reader AUC {question_auc(held, scores):.3f} · overlap {question_auc(held, overlap):.3f}"
     )
+    print(
+        f"held-out questions, paraphrased ({len({p.qid for p in held_para})}): reader AUC "
+        f"{question_auc(held_para, para):.3f} · overlap {question_auc(held_para, para_overlap):.3f}"
+    )
     hard = [i for i, p in enumerate(held) if p.role in ("own", "gutted")]
     yh = np.array([held[i].role == "own" for i in hard], dtype=int)
     print(f"held-out own vs gutted: reader AUC {auc(scores[hard], yh):.3f} · overlap {auc(overlap[hard], yh):.3f}")
     print(f"took {time.perf_counter() - t0:.0f} s")
-    if args.write:
+    if args.write and not args.evaluate:
         top = encoder.layers[cut:]
         torch.save(
             {
@@ -252,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                     "lr": args.lr,
                     "inner": args.inner,
                     "others": args.others,
+                    "paraphrase": args.paraphrase,
                     "losses": [round(x, 4) for x in losses],
                     "command": COMMAND,
                     "date": datetime.now(UTC).date().isoformat(),

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from rag.retrieval.answerability.numerals import canonical
 from rag.retrieval.answerability.terms import sentences
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,12 @@ def reader_text(window: str, heading: str = "") -> str:
     return f"passage: {heading}: {window}" if heading else f"passage: {window}"
 
 
+def reader_ids(tok, question: str, window: str, heading: str = "") -> list[int]:
+    """The token ids the reader reads for one (question, window) pair, numbers in one spelling
+    (``numerals.canonical``: "两万元" and "20,000 元" read alike)."""
+    return tok.pair("query: " + canonical(question), canonical(reader_text(window, heading)), MAX_TOKENS)
+
+
 class AnswerReader:
     """The fine-tuned reader (thread-safe: one forward at a time)."""
 
@@ -101,10 +108,7 @@ class AnswerReader:
         if not windows:
             return []
         heads = list(headings) or [""] * len(windows)
-        ids = [
-            self.tok.pair("query: " + question, reader_text(w, h), MAX_TOKENS)
-            for w, h in zip(windows, heads, strict=True)
-        ]
+        ids = [reader_ids(self.tok, question, w, h) for w, h in zip(windows, heads, strict=True)]
         with self._lock, torch.inference_mode():
             logits = score_batch(self.encoder, self.head, ids)
         return [float(p) for p in torch.sigmoid(logits)]

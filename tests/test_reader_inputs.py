@@ -1,0 +1,69 @@
+"""What the Chinese answer reader reads, and what it is trained on: numbers in one spelling, and
+training questions paraphrased with Cilin synonyms."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rag.retrieval.answerability.numerals import canonical, chinese_value
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("单笔超过两万元的报销", "单笔超过20000元的报销"),
+        ("单笔报销金额超过 20,000 元的", "单笔报销金额超过 20000 元的"),
+        ("三千五百万人", "35000000人"),
+        ("2.5万元", "25000元"),
+        ("二〇二二年冬奥会", "2022年冬奥会"),
+        ("十五天内冲账", "15天内冲账"),
+        ("一百二十名员工", "120名员工"),
+    ],
+)
+def test_a_number_is_written_in_digits_however_it_was_spelled(text, expected):
+    assert canonical(text) == expected
+
+
+@pytest.mark.parametrize("text", ["一线城市住宿费", "十分重要", "千万不要迟到", "每万元营收", "统一管理"])
+def test_words_that_only_contain_a_numeral_character_stay(text):
+    assert canonical(text) == text
+
+
+def test_chinese_numerals_have_their_value():
+    assert [chinese_value(n) for n in ("十", "十五", "两百零五", "三千五百", "两万", "一亿二千万")] == [
+        10,
+        15,
+        205,
+        3500,
+        20000,
+        120000000,
+    ]
+    assert chinese_value("万") is None
+
+
+def test_the_reader_reads_both_spellings_of_a_figure_alike():
+    from rag.retrieval.answerability.reader import reader_ids
+
+    class Chars:  # a stand-in tokenizer: one id per character, XLM-R's pair layout
+        def pair(self, first, second, max_tokens):
+            return [0, *map(ord, first), 2, 2, *map(ord, second), 2]
+
+    a = reader_ids(Chars(), "两万元以上谁审批？", "超过 20,000 元须由总经理审批")
+    b = reader_ids(Chars(), "20000元以上谁审批？", "超过 20000 元须由总经理审批")
+    assert a == b
+
+
+def test_a_paraphrase_swaps_topic_words_for_cilin_synonyms_and_keeps_the_question_words():
+    pytest.importorskip("jieba")
+    from rag.bench.synonyms import paraphrase, synonym_map
+
+    syn = synonym_map()
+    assert "丢失" in syn["遗失"] and "遗失" not in syn["遗失"]
+    rng = random.Random(3)
+    q = "发票遗失时，单张金额最多是多少？"
+    out = {paraphrase(q, rng) for _ in range(20)}
+    assert None not in out and q not in out  # at least one word is swapped every time
+    assert all(p.endswith("是多少？") for p in out)  # what it asks is never swapped
+    assert paraphrase("RCEP？", rng) is None
