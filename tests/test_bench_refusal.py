@@ -108,3 +108,15 @@ def test_cjk_fit_with_the_reader_uses_only_questions_the_reader_never_saw_as_its
     plain = fit([replace(r, features={k: v for k, v in r.features.items() if k != "reader"}) for r in rows])
     assert "reader" not in plain["cjk"]["features"] and plain["cjk"]["provenance"]["questions"] == 400
     assert models["cjk/reader"]["provenance"]["cv5_auc"] > plain["cjk"]["provenance"]["cv5_auc"]
+
+
+def test_paraphrased_sets_ask_the_training_questions_in_other_words_the_same_every_run():
+    pytest.importorskip("jieba")
+    from rag.bench.refusal import _paraphrase
+
+    assert SETS["cmrc-trial-para"].train and SETS["cmrc-trial-hard-para"].hard
+    q = "尤金袋鼠分布在哪些地区？"
+    first = _paraphrase("TRIAL_1_QUERY_4", q)
+    assert first and first != q and "哪些" in first  # other words, the same question word
+    assert _paraphrase("TRIAL_1_QUERY_4", q) == first  # seeded by the question's id
+    assert _paraphrase("TRIAL_1_QUERY_4", "RCEP？") is None  # nothing Cilin knows: the question is left out

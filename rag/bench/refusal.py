@@ -8,6 +8,9 @@ distractors stay: same-topic passages that do not answer). A question counts as 
 the fallback decision is anything but ``answer`` (refusal or a question back).
 ``cmrc-trial-hard`` removes less: the question's paragraph is replaced by a copy without the
 sentences that hold its answer (``hard_negatives.py``), the same-topic case RGB-zh tests.
+``cmrc-trial-para`` and ``cmrc-trial-hard-para`` ask the same questions paraphrased (Cilin
+synonyms swapped in, ``synonyms.py``): CMRC's questions repeat the words of their answer, a user's
+own words often don't, and a model fit on the originals alone learns to refuse a paraphrase.
 
 Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
@@ -18,7 +21,9 @@ Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable
 from __future__ import annotations
 
 import json
+import random
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,6 +49,7 @@ class RefusalSet:
     split: str
     train: bool  # may be fit on
     hard: bool = False  # removed = the own paragraph less its answer sentences (``hard_negatives``)
+    paraphrased: bool = False  # each question asked in other words (``synonyms.paraphrase``)
 
 
 SETS = {
@@ -54,6 +60,8 @@ SETS = {
         RefusalSet("rgb-zh", "rgb-zh", "test", train=False),
         RefusalSet("cmrc-trial", "cmrc2018-trial", "train", train=True),
         RefusalSet("cmrc-trial-hard", "cmrc2018-trial", "train", train=True, hard=True),
+        RefusalSet("cmrc-trial-para", "cmrc2018-trial", "train", train=True, paraphrased=True),
+        RefusalSet("cmrc-trial-hard-para", "cmrc2018-trial", "train", train=True, hard=True, paraphrased=True),
     )
 }
 DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial", "cmrc-trial-hard")
@@ -167,6 +175,10 @@ def run_set(
         pair = filters(qid, positives)
         if pair is None or (folds and fold_of(qid) not in folds):
             continue
+        if rs.paraphrased:
+            question = _paraphrase(qid, question)
+            if question is None:
+                continue
         result.rows.append(ask(kb, rs, qid, question, "as_is", home, pair[0]))
         result.rows.append(ask(kb, rs, qid, question, "removed", home, pair[1]))
         asked += 1
@@ -175,6 +187,14 @@ def run_set(
         if limit and asked >= limit:
             break
     return result
+
+
+def _paraphrase(qid: str, question: str) -> str | None:
+    """The question in other words, the same every run (seeded by its id); None when Cilin knows
+    none of its words."""
+    from rag.bench.synonyms import paraphrase
+
+    return paraphrase(question, random.Random(zlib.crc32(qid.encode("utf-8"))))
 
 
 # Each set's knowledge base, and per question (id, own passages) its two filters: (as is,
