@@ -78,8 +78,8 @@ class Settings:
         0.5, "P(answerable) under this refuses (fitted models put their train operating point at 0.5; 0 = never)."
     )
     answer_reader: bool = _f(
-        False,
-        "Chinese questions: add the answer reader's feature (e5 cross-encoder, model cjk/reader); off: it misses paraphrases.",
+        True,
+        "Chinese questions: add the answer reader's feature (e5 cross-encoder, model cjk/reader); false: the plain CJK model.",
     )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")

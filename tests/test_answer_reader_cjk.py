@@ -63,8 +63,11 @@ STATS = TermStats(df={"年假": 3, "员工": 3}, chunks=10, near={})
 CHUNKS = [EvidenceChunk("全职员工每年享有十五天带薪年假。", 0.9, 1, 1)]
 
 
-def test_the_reader_is_off_by_default_and_the_trace_says_so():
-    a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59)
+def test_the_reader_is_on_by_default_and_off_is_said_in_the_trace():
+    from rag.config import Settings
+
+    assert Settings().answer_reader
+    a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59, use_reader=False)
     assert "reader" not in a.features and "reader" not in a.weights
     assert a.reader.startswith("off (RAG_ANSWER_READER=false)")
 

@@ -29,7 +29,8 @@ from rag.bench.refusal import SETS, Row, SetResult, load_dump, print_result
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 
-# each script's model is fit on its training sets
+# each script's model is fit on its training sets (the ``-para`` sets of ``refusal.py`` are for
+# measuring only: a fit with them was measured and not kept, docs/BENCHMARKS.md)
 FIT_ON = {"latin": ("scifact-train",), "cjk": ("cmrc-trial", "cmrc-trial-hard")}
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
 COMMAND = "python -m rag.bench.fit_answerability DUMP --write"

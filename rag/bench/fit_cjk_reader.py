@@ -52,8 +52,8 @@ DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
 COMMAND = "python -m rag.bench.fit_cjk_reader --write"
 OTHERS = 1  # other paragraphs per question
 INNER = 3  # windows of the own paragraph without the answer, per question
-EPOCHS = 4
-PARAPHRASE = 0  # copies of each training pair with its question paraphrased (``synonyms``)
+EPOCHS = 3
+PARAPHRASE = 1  # copies of each training pair with its question paraphrased (``synonyms``)
 
 
 @dataclass(frozen=True)

