@@ -42,6 +42,7 @@ from rag.retrieval.answerability.reader import (
     TRAIN_LAYERS,
     focus,
     grams,
+    load_fine_tuned,
     padded,
     reader_ids,
     score_batch,
@@ -211,11 +212,34 @@ def question_auc(items: list[Pair], scores: np.ndarray) -> float:
     return auc(np.array(as_is + removed), y)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _scores(encoder, head, cached: list, cut: int, batch: int = 64) -> np.ndarray:
     import torch
 
-    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+    with torch.inference_mode():
+        return np.concatenate(
+            [_forward(encoder, head, cached[s : s + batch], cut).numpy() for s in range(0, len(cached), batch)]
+        )
 
+
+def report(held: list[Pair], scores: np.ndarray, held_para: list[Pair], para: np.ndarray) -> None:
+    """The held-out AUCs beside character overlap's: per window, per question (as written and
+    paraphrased), and own paragraph vs its gutted copy."""
+    overlap = _overlap(held)
+    y = np.array([p.label for p in held])
+    print(f"held-out windows: reader AUC {auc(scores, y):.3f} · character overlap {auc(overlap, y):.3f}")
+    print(
+        f"held-out questions: reader AUC {question_auc(held, scores):.3f} · overlap {question_auc(held, overlap):.3f}"
+    )
+    print(
+        f"held-out questions, paraphrased ({len({p.qid for p in held_para})}): reader AUC "
+        f"{question_auc(held_para, para):.3f} · overlap {question_auc(held_para, _overlap(held_para)):.3f}"
+    )
+    hard = [i for i, p in enumerate(held) if p.role in ("own", "gutted")]
+    yh = np.array([held[i].role == "own" for i in hard], dtype=int)
+    print(f"held-out own vs gutted: reader AUC {auc(scores[hard], yh):.3f} · overlap {auc(overlap[hard], yh):.3f}")
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_cjk_reader", description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--epochs", type=int, default=EPOCHS)
@@ -229,7 +253,43 @@ def main(argv: list[str] | None = None) -> int:
         "--evaluate", type=Path, help="judge these saved reader weights on the held-out folds (no training)"
     )
     ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name}")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def save(top, head, args, pairs: int, losses: list[float]) -> None:
+    """Write the fine-tuned ``top`` layers and ``head`` (float16) with their provenance."""
+    import torch
+
+    torch.save(
+        {
+            "train_layers": args.layers,
+            "layers": {k: v.half() for k, v in top.state_dict().items()},
+            "head": {k: v.half() for k, v in head.state_dict().items()},
+            "provenance": {
+                "data": str(args.data),
+                "folds": sorted(READER_FOLDS),
+                "pairs": pairs,
+                "epochs": args.epochs,
+                "lr": args.lr,
+                "inner": args.inner,
+                "others": args.others,
+                "paraphrase": args.paraphrase,
+                "losses": [round(x, 4) for x in losses],
+                "command": COMMAND,
+                "date": datetime.now(UTC).date().isoformat(),
+            },
+        },
+        READER_FILE,
+    )
+    print(f"wrote {READER_FILE}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+
+    args = _parser().parse_args(argv)
     torch.manual_seed(13)
     t0 = time.perf_counter()
     items = pairs(args.data, args.inner, args.others)
@@ -250,59 +310,15 @@ def main(argv: list[str] | None = None) -> int:
     cached_held = precompute(encoder, tok, held, cut)
     cached_para = precompute(encoder, tok, held_para, cut)
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
-    overlap = _overlap(held)
     if args.evaluate:
-        saved = torch.load(args.evaluate, map_location="cpu", weights_only=True)
-        encoder.layers[cut:].load_state_dict({k: v.float() for k, v in saved["layers"].items()})
-        head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
+        load_fine_tuned(encoder, head, args.evaluate)
         losses = []
     else:
         losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
-    with torch.inference_mode():
-        scores = np.concatenate(
-            [_forward(encoder, head, cached_held[s : s + 64], cut).numpy() for s in range(0, len(held), 64)]
-        )
-        para = np.concatenate(
-            [_forward(encoder, head, cached_para[s : s + 64], cut).numpy() for s in range(0, len(held_para), 64)]
-        )
-    para_overlap = _overlap(held_para)
-    y = np.array([p.label for p in held])
-    print(f"held-out windows: reader AUC {auc(scores, y):.3f} · character overlap {auc(overlap, y):.3f}")
-    print(
-        f"held-out questions: reader AUC {question_auc(held, scores):.3f} · overlap {question_auc(held, overlap):.3f}"
-    )
-    print(
-        f"held-out questions, paraphrased ({len({p.qid for p in held_para})}): reader AUC "
-        f"{question_auc(held_para, para):.3f} · overlap {question_auc(held_para, para_overlap):.3f}"
-    )
-    hard = [i for i, p in enumerate(held) if p.role in ("own", "gutted")]
-    yh = np.array([held[i].role == "own" for i in hard], dtype=int)
-    print(f"held-out own vs gutted: reader AUC {auc(scores[hard], yh):.3f} · overlap {auc(overlap[hard], yh):.3f}")
+    report(held, _scores(encoder, head, cached_held, cut), held_para, _scores(encoder, head, cached_para, cut))
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
-        top = encoder.layers[cut:]
-        torch.save(
-            {
-                "train_layers": args.layers,
-                "layers": {k: v.half() for k, v in top.state_dict().items()},
-                "head": {k: v.half() for k, v in head.state_dict().items()},
-                "provenance": {
-                    "data": str(args.data),
-                    "folds": sorted(READER_FOLDS),
-                    "pairs": len(fit),
-                    "epochs": args.epochs,
-                    "lr": args.lr,
-                    "inner": args.inner,
-                    "others": args.others,
-                    "paraphrase": args.paraphrase,
-                    "losses": [round(x, 4) for x in losses],
-                    "command": COMMAND,
-                    "date": datetime.now(UTC).date().isoformat(),
-                },
-            },
-            READER_FILE,
-        )
-        print(f"wrote {READER_FILE}")
+        save(encoder.layers[cut:], head, args, len(fit), losses)
     return 0
 
 

