@@ -164,7 +164,20 @@ def page_setup() -> None:
     Streamlit's ``pages/`` folder mode did (a fresh server serves a deep link straight from pages/)."""
     st.set_page_config(page_title="Ragscope", page_icon="🔎", layout="wide")
     ensure_demo()
+    warm_up_reader()
     sidebar()
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up_reader() -> bool:
+    """Start loading the Chinese answer reader in the background, once per process, so the first
+    Chinese question does not wait for it (about 8 s on 2 cores). False when it is off."""
+    if not settings().answer_reader:
+        return False
+    from rag.retrieval.answerability.reader import warm_up
+
+    warm_up()
+    return True
 
 
 def sidebar() -> None:

@@ -4,6 +4,9 @@ fallback when it is missing."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -104,3 +107,26 @@ def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     removed = retrieve(kb, q, filters={"doc_ids": hotel_only}).answerability
     assert not removed.answerable  # same words, same topic, no figure: refused at the shipped threshold
     assert removed.features["reader"] < a.features["reader"]
+
+
+def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch):
+    """The app warms the reader up in the background; a Chinese question asked meanwhile must
+    get the same reader, not start a second load of torch and the weights."""
+    built = []
+
+    class Counted:
+        def __init__(self) -> None:
+            time.sleep(0.3)  # a load takes a while: the question arrives during it
+            built.append(self)
+
+    monkeypatch.setattr(reader_mod, "READER_FILE", Path(__file__))  # any existing file
+    monkeypatch.setattr(reader_mod, "AnswerReader", Counted)
+    reader_mod.shipped_reader.cache_clear()
+    try:
+        thread = reader_mod.warm_up()
+        time.sleep(0.05)
+        asked = reader_mod.shipped_reader()
+        thread.join()
+        assert len(built) == 1 and asked is built[0] and reader_mod.shipped_reader() is asked
+    finally:
+        reader_mod.shipped_reader.cache_clear()

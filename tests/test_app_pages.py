@@ -293,3 +293,23 @@ def test_inspector_labels_selected_candidates_into_a_gold_set(app_kb):
     item = next(i for i in load_goldset(chosen).items if i.question == ANSWERABLE)
     top = at.dataframe(key="ledger").value.iloc[0]
     assert any(p.doc == top["doc"] for p in item.relevant)
+
+
+def test_the_app_warms_the_chinese_reader_up_in_the_background(app_kb):
+    """The first Chinese question must not wait for torch and the reader's weights: opening any
+    page starts their load in a background thread."""
+    import threading
+
+    from rag.retrieval.answerability import reader as reader_mod
+
+    if not reader_mod.READER_FILE.exists():
+        pytest.skip("reader-cjk.pt not shipped")
+    st.cache_resource.clear()  # as after an app restart
+    reader_mod.shipped_reader.cache_clear()
+    start()  # asks nothing: only the warm-up can load the reader
+    warming = [t for t in threading.enumerate() if t.name == "reader-warm-up"]
+    assert warming or reader_mod._load_shipped.cache_info().currsize == 1
+    for thread in warming:
+        thread.join()
+    assert reader_mod._load_shipped.cache_info().currsize == 1  # loaded without a question
+    assert reader_mod.shipped_reader() is not None

