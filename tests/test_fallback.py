@@ -102,3 +102,4 @@ def test_a_term_the_documents_never_use_is_refused_without_a_wider_retry(kb):
     assert t.answerability.absent_terms == ["sabbatical"] and not t.answerability.answerable
     assert t.fallback.message.startswith("The documents don't mention 'sabbatical'.")
     assert "P(answerable)" in t.fallback.reason
+    assert "; The documents don't mention 'sabbatical'; question is specific" in t.fallback.reason  # one sentence

@@ -3,6 +3,7 @@ on SciFact *train* and measure whether it separates answerable from unanswerable
 
     python -m rag.bench.fit_answer_reader collect OUT.jsonl [--limit N]
     python -m rag.bench.fit_answer_reader train OUT.jsonl [--epochs 2] [--write]
+    python -m rag.bench.fit_answer_reader train-e5 OUT.jsonl [--epochs 2]
 
 ``collect`` asks every train claim through the real pipeline on the SciFact benchmark knowledge
 base (``<home>/bench``, as ``bench beir`` builds it) twice: as is, and with the claim's own
@@ -17,6 +18,10 @@ no answer) are negatives. The embeddings and the lower layers stay frozen, so on
 by the reader: it prints the reader's AUC on them (as is vs removed) next to the best rerank
 probability's, which is what an answerability feature would have to beat. Test data is never
 read. Results are in docs/BENCHMARKS.md (the reader is not shipped).
+
+``train-e5`` fits the Chinese reader's recipe instead (``rag.retrieval.answerability.reader``:
+multilingual-e5-small through torch, its top ``TRAIN_LAYERS`` layers and a head fine-tuned, the
+lower layers run once) on the same pairs and judges it the same way. It writes nothing.
 """
 
 from __future__ import annotations
@@ -146,6 +151,50 @@ def train(
     return reader
 
 
+def train_e5(rows: list[dict], held_folds: set[int], epochs: int, lr: float, evidence: int = 3) -> dict[str, float]:
+    """Fine-tune the e5 reader (``fit_cjk_reader``'s training loop) on ``pairs`` of the reader
+    folds; on the asks of ``held_folds``: AUC of its best probability over the top ``evidence``
+    chunks, of the best rerank probability, and of both (5-fold CV logistic regression)."""
+    import torch
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import cross_val_predict
+
+    from rag.bench.fit_cjk_reader import Pair, _scores, precompute
+    from rag.bench.fit_cjk_reader import train as train_top
+    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+    from rag.retrieval.answerability.reader import TRAIN_LAYERS as E5_LAYERS
+
+    torch.manual_seed(13)
+    t0 = time.perf_counter()
+    fit = [Pair("", q, text, "", int(y), "fit") for q, text, y in pairs(rows, READER_FOLDS)]
+    held = [r for r in rows if r["fold"] in held_folds]
+    windows = [Pair(r["qid"], r["question"], c["text"], "", 0, "held") for r in held for c in r["chunks"][:evidence]]
+    f = read_e5()
+    tok, encoder = E5Tokenizer(f), build_encoder(f).eval()
+    encoder.requires_grad_(False)
+    head = torch.nn.Linear(f.header.hidden, 1)
+    cut = len(encoder.layers) - E5_LAYERS
+    cached_fit, cached_held = precompute(encoder, tok, fit, cut), precompute(encoder, tok, windows, cut)
+    print(f"{len(fit)} pairs, {len(windows)} held-out windows; lower {cut} layers in {time.perf_counter() - t0:.0f} s")
+    train_top(encoder, head, cached_fit, np.array([p.label for p in fit]), epochs, E5_LAYERS, lr)
+    probs = 1 / (1 + np.exp(-_scores(encoder, head, cached_held, cut)))
+    best, at = [], 0
+    for r in held:
+        n = len(r["chunks"][:evidence])
+        best.append(float(probs[at : at + n].max()) if n else 0.0)
+        at += n
+    y = np.array([1 if r["condition"] == "as_is" else 0 for r in held])
+    x = np.column_stack([[r["p_top"] for r in held], best])
+    both = cross_val_predict(LogisticRegression(), x, y, cv=5, method="predict_proba")[:, 1]
+    return {
+        "asks": len(held),
+        "reader_top_auc": round(auc(np.array(best), y), 4),
+        "p_top_auc": round(auc(x[:, 0], y), 4),
+        "both_cv_auc": round(auc(both, y), 4),
+        "seconds": round(time.perf_counter() - t0),
+    }
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m rag.bench.fit_answer_reader", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -160,12 +209,21 @@ def main(argv=None) -> int:
     t.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top transformer layers to train (6: all)")
     t.add_argument("--skip-before", action="store_true", help="don't score the untrained reader first")
     t.add_argument("--write", action="store_true", help=f"save the trained layers to {READER_FILE.name}")
+    e = sub.add_parser(
+        "train-e5", help="the Chinese reader's recipe (e5, top layers) on the same pairs; writes nothing"
+    )
+    e.add_argument("collected")
+    e.add_argument("--epochs", type=int, default=2)
+    e.add_argument("--lr", type=float, default=1e-4, help="learning rate of the fine-tuned layers (head: 10x)")
     args = p.parse_args(argv)
     if args.cmd == "collect":
         collect(Path(args.out), args.limit, Settings.from_env())
         return 0
     rows = [json.loads(line) for line in Path(args.collected).read_text(encoding="utf-8").splitlines() if line]
     fit_folds = {0, 1, 2, 3, 4} - READER_FOLDS
+    if args.cmd == "train-e5":
+        print("after (fit folds, never trained on):", train_e5(rows, fit_folds, args.epochs, args.lr))
+        return 0
     if not args.skip_before:
         print("before:", evaluate(AnswerReader.from_base(reader_base()), rows, fit_folds))
     reader = train(rows, args.epochs, args.batch, args.lr, args.layers)

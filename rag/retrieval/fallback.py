@@ -74,7 +74,7 @@ def _comparison(ev: Evidence) -> str:
     if ev.answerability is not None:
         a = ev.answerability
         best = "" if ev.best_score is None else f" (best rerank score {ev.best_score:.3f})"
-        return f"{a.reason}{best}" + (f"; {a.missing}" if a.missing else "")
+        return f"{a.reason}{best}" + (f"; {a.missing.rstrip('.')}" if a.missing else "")
     if not ev.calibrated:
         return "reranker scores are not calibrated; threshold not applied"
     op = ">=" if ev.best_score is not None and ev.best_score >= ev.threshold else "<"
