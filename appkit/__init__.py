@@ -171,7 +171,7 @@ def page_setup() -> None:
 @st.cache_resource(show_spinner=False)
 def warm_up_reader() -> bool:
     """Start loading the Chinese answer reader in the background, once per process, so the first
-    Chinese question does not wait for it (about 8 s on 2 cores). False when it is off."""
+    Chinese question does not wait for it (load time: docs/BENCHMARKS.md). False when it is off."""
     if not settings().answer_reader:
         return False
     from rag.retrieval.answerability.reader import warm_up

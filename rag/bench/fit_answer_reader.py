@@ -159,7 +159,7 @@ def train_e5(rows: list[dict], held_folds: set[int], epochs: int, lr: float, evi
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_predict
 
-    from rag.bench.fit_cjk_reader import Pair, _scores, precompute
+    from rag.bench.fit_cjk_reader import Pair, logits_of, precompute
     from rag.bench.fit_cjk_reader import train as train_top
     from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
     from rag.retrieval.answerability.reader import TRAIN_LAYERS as E5_LAYERS
@@ -177,7 +177,7 @@ def train_e5(rows: list[dict], held_folds: set[int], epochs: int, lr: float, evi
     cached_fit, cached_held = precompute(encoder, tok, fit, cut), precompute(encoder, tok, windows, cut)
     print(f"{len(fit)} pairs, {len(windows)} held-out windows; lower {cut} layers in {time.perf_counter() - t0:.0f} s")
     train_top(encoder, head, cached_fit, np.array([p.label for p in fit]), epochs, E5_LAYERS, lr)
-    probs = 1 / (1 + np.exp(-_scores(encoder, head, cached_held, cut)))
+    probs = 1 / (1 + np.exp(-logits_of(encoder, head, cached_held, cut)))
     best, at = [], 0
     for r in held:
         n = len(r["chunks"][:evidence])

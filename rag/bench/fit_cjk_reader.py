@@ -212,7 +212,8 @@ def question_auc(items: list[Pair], scores: np.ndarray) -> float:
     return auc(np.array(as_is + removed), y)
 
 
-def _scores(encoder, head, cached: list, cut: int, batch: int = 64) -> np.ndarray:
+def logits_of(encoder, head, cached: list, cut: int, batch: int = 64) -> np.ndarray:
+    """The reader's logits for pairs whose lower ``cut`` layers ``precompute`` ran, in batches."""
     import torch
 
     with torch.inference_mode():
@@ -315,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         losses = []
     else:
         losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
-    report(held, _scores(encoder, head, cached_held, cut), held_para, _scores(encoder, head, cached_para, cut))
+    report(held, logits_of(encoder, head, cached_held, cut), held_para, logits_of(encoder, head, cached_para, cut))
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
         save(encoder.layers[cut:], head, args, len(fit), losses)
