@@ -77,11 +77,11 @@ def test_the_reader_is_on_by_default_and_off_is_said_in_the_trace():
 
 def test_a_reader_asked_for_but_missing_is_said_and_the_plain_model_decides(monkeypatch, tmp_path):
     monkeypatch.setattr(reader_mod, "READER_FILE", tmp_path / "absent.pt")
-    reader_mod.shipped_reader.cache_clear()
+    reader_mod.forget_shipped_reader()
     try:
         a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59, use_reader=True)
     finally:
-        reader_mod.shipped_reader.cache_clear()
+        reader_mod.forget_shipped_reader()
     assert "reader" not in a.features and "not available" in a.reader
     assert "reader" not in a.weights
 
@@ -121,7 +121,7 @@ def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch
 
     monkeypatch.setattr(reader_mod, "READER_FILE", Path(__file__))  # any existing file
     monkeypatch.setattr(reader_mod, "AnswerReader", Counted)
-    reader_mod.shipped_reader.cache_clear()
+    reader_mod.forget_shipped_reader()
     try:
         thread = reader_mod.warm_up()
         time.sleep(0.05)
@@ -129,4 +129,4 @@ def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch
         thread.join()
         assert len(built) == 1 and asked is built[0] and reader_mod.shipped_reader() is asked
     finally:
-        reader_mod.shipped_reader.cache_clear()
+        reader_mod.forget_shipped_reader()

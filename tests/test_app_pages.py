@@ -305,11 +305,11 @@ def test_the_app_warms_the_chinese_reader_up_in_the_background(app_kb):
     if not reader_mod.READER_FILE.exists():
         pytest.skip("reader-cjk.pt not shipped")
     st.cache_resource.clear()  # as after an app restart
-    reader_mod.shipped_reader.cache_clear()
+    reader_mod.forget_shipped_reader()
     start()  # asks nothing: only the warm-up can load the reader
     warming = [t for t in threading.enumerate() if t.name == "reader-warm-up"]
-    assert warming or reader_mod._load_shipped.cache_info().currsize == 1
+    assert warming or reader_mod.is_loaded()
     for thread in warming:
         thread.join()
-    assert reader_mod._load_shipped.cache_info().currsize == 1  # loaded without a question
+    assert reader_mod.is_loaded()  # loaded without a question
     assert reader_mod.shipped_reader() is not None

@@ -161,18 +161,15 @@ def train_e5(rows: list[dict], held_folds: set[int], epochs: int, lr: float, evi
 
     from rag.bench.fit_cjk_reader import Pair, logits_of, precompute
     from rag.bench.fit_cjk_reader import train as train_top
-    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
     from rag.retrieval.answerability.reader import TRAIN_LAYERS as E5_LAYERS
+    from rag.retrieval.answerability.reader import untrained
 
     torch.manual_seed(13)
     t0 = time.perf_counter()
     fit = [Pair("", q, text, "", int(y), "fit") for q, text, y in pairs(rows, READER_FOLDS)]
     held = [r for r in rows if r["fold"] in held_folds]
     windows = [Pair(r["qid"], r["question"], c["text"], "", 0, "held") for r in held for c in r["chunks"][:evidence]]
-    f = read_e5()
-    tok, encoder = E5Tokenizer(f), build_encoder(f).eval()
-    encoder.requires_grad_(False)
-    head = torch.nn.Linear(f.header.hidden, 1)
+    tok, encoder, head = untrained()
     cut = len(encoder.layers) - E5_LAYERS
     cached_fit, cached_held = precompute(encoder, tok, fit, cut), precompute(encoder, tok, windows, cut)
     print(f"{len(fit)} pairs, {len(windows)} held-out windows; lower {cut} layers in {time.perf_counter() - t0:.0f} s")

@@ -46,6 +46,7 @@ from rag.retrieval.answerability.reader import (
     padded,
     reader_ids,
     score_batch,
+    untrained,
 )
 from rag.retrieval.answerability.terms import sentences
 
@@ -288,8 +289,6 @@ def save(top, head, args, pairs: int, losses: list[float]) -> None:
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
-
     args = _parser().parse_args(argv)
     torch.manual_seed(13)
     t0 = time.perf_counter()
@@ -302,10 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(items)} pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
         f"(with {args.paraphrase} paraphrased cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)}"
     )
-    f = read_e5()
-    tok, encoder = E5Tokenizer(f), build_encoder(f).eval()
-    encoder.requires_grad_(False)
-    head = torch.nn.Linear(f.header.hidden, 1)
+    tok, encoder, head = untrained()
     cut = len(encoder.layers) - args.layers
     cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
     cached_held = precompute(encoder, tok, held, cut)

