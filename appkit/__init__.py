@@ -170,14 +170,19 @@ def page_setup() -> None:
 
 @st.cache_resource(show_spinner=False)
 def warm_up_reader() -> bool:
-    """Start loading the Chinese answer reader in the background, once per process, so the first
-    Chinese question does not wait for it (load time: docs/BENCHMARKS.md). False when it is off."""
-    if not settings().answer_reader:
-        return False
-    from rag.retrieval.answerability.reader import warm_up
+    """Start loading the Chinese answer reader and sentence reader in the background, once per
+    process, so the first Chinese question does not wait for them (load time: docs/BENCHMARKS.md).
+    False when both are off."""
+    s = settings()
+    if s.answer_reader:
+        from rag.retrieval.answerability.reader import warm_up
 
-    warm_up()
-    return True
+        warm_up()
+    if s.sentence_reader and s.llm in ("none", "extractive"):
+        from rag.answer import sentence_reader
+
+        sentence_reader.warm_up()
+    return s.answer_reader or s.sentence_reader
 
 
 def sidebar() -> None:

@@ -81,6 +81,10 @@ class Settings:
         True,
         "Chinese questions: add the answer reader's feature (e5 cross-encoder, model cjk/reader); false: the plain CJK model.",
     )
+    sentence_reader: bool = _f(
+        True,
+        "Chinese questions: the extractive answer's sentence is chosen with the sentence reader (e5) beside term coverage.",
+    )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")

@@ -36,6 +36,10 @@ class Generator(ABC):
     def __init__(self, label: ModelLabel) -> None:
         self.label = label
 
+    def label_for(self, question: str) -> ModelLabel:
+        """The models that answer ``question`` (a generator may use more for some languages)."""
+        return self.label
+
     @abstractmethod
     def draft(self, request: DraftRequest) -> Iterator[str]:
         """Yield the draft's text in pieces (whole text or streamed deltas)."""

