@@ -41,7 +41,7 @@ NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sen
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
-W_SENTENCE_READER = 1.0  # Chinese, a chunk without headings: + this x the sentence reader's P(holds the answer)
+W_SENTENCE_READER = 0.5  # Chinese, a chunk without headings: + this x the sentence reader's P(holds the answer)
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
@@ -56,12 +56,7 @@ class Pick:
     score: float
     terms: frozenset[str] = frozenset()  # the question part's terms it holds
     coverage: float = 1.0  # their share of the part's terms
-    base: float | None = None  # the score without the sentence reader's share (None: the same)
-
-    @property
-    def evidence_score(self) -> float:
-        """What the floors are checked on: coverage and cosine, never the reader alone."""
-        return self.score if self.base is None else self.base
+    reader: float | None = None  # the sentence reader's P(holds the answer), when it read the sentence
 
 
 @dataclass(frozen=True)
@@ -137,12 +132,12 @@ def score_for_part(
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
     ``reader`` (Chinese parts): each sentence of a chunk without headings also gets
     ``W_SENTENCE_READER`` x the sentence reader's probability that it holds the answer
-    (``Pick.base`` keeps the score without it). Under a heading every sentence holds the topic's
+    (``Pick.reader``). Under a heading every sentence holds the topic's
     terms and coverage already tells the answering one apart (CMRC trial, held out: the reader
     alone 0.778, the question's characters 0.778); without one the sentence that names the topic
     wins on terms (0.656) and the reader does better (0.722; ``fit_cjk_sentence_reader``)."""
     q_vec = index.vector(part.text) if vectors else None
-    read = _read(reader, part, index) if reader is not None and part.cjk else None
+    read = _read(reader, part, index) if reader is not None and part.cjk else {}
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n)
@@ -167,11 +162,10 @@ def score_for_part(
                 score *= OUT_OF_RANGE_FACTOR
             if chars:
                 score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
-            if read is None:
-                picks.append(Pick(n, seg, round(score, 4), terms, lex))
-            else:
-                boosted = score + W_SENTENCE_READER * read.get(n, [0.0] * (i + 1))[i]
-                picks.append(Pick(n, seg, round(boosted, 4), terms, lex, round(score, 4)))
+            p = read[n][i] if n in read else None
+            if p is not None:
+                score += W_SENTENCE_READER * p
+            picks.append(Pick(n, seg, round(score, 4), terms, lex, None if p is None else round(p, 4)))
     return picks
 
 
@@ -261,8 +255,8 @@ def _answer_part(
     the best lacks (the question's focus was in the other sentence). When the best already
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
-    With the sentence reader the order is by the reader's boosted score, but the best must still
-    reach ``floor`` on its own evidence score (``Pick.evidence_score``)."""
+    The sentence reader's share counts toward ``floor``, never toward ``MIN_COVERAGE``: a sentence
+    holding under a fifth of the part's terms does not answer it, whatever the reader says."""
     ranked = sorted(score_for_part(part, request.index, vectors, reader), key=lambda p: -p.score)
     usable = [
         p
@@ -271,10 +265,7 @@ def _answer_part(
         and p.coverage >= MIN_COVERAGE
         and lexical.normalize(p.segment.text) not in rejected
     ]
-    if reader is not None:  # a sentence the terms alone would not answer with never leads
-        while usable and usable[0].evidence_score < floor:
-            usable.pop(0)
-    if not usable or usable[0].evidence_score < floor:
+    if not usable or usable[0].score < floor:
         return []
     fresh = [p for p in usable if p.score >= COMPLEMENT_CUT * usable[0].score and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
