@@ -123,3 +123,14 @@ def test_bracketed_numbers_in_the_source_are_not_read_as_citations(embed):
     assert_verbatim(answer, evidence)
     assert answer.sentences[0].citations == [2] and "[12]" in answer.sentences[0].text
     assert "[^12]" not in render_markdown(answer)
+
+
+def test_a_footnote_marker_after_the_sentence_does_not_leave_it_uncited(embed):
+    """Wikipedia-style sources end sentences with "[33]": the [n] goes after the sentence it cites,
+    not after the footnote, or the validator reads "…市长。" as a sentence citing nothing."""
+    news = "2022年11月26日，蒋万安当选台北市市长，并以43岁的年纪成为历任最年轻市长。[33]他于12月25日就职。"
+    _, evidence = make_evidence([CHINESE[0], news], doc_id="news")
+    answer = answer_question("蒋万安何时当选台北市市长？", evidence, DEFAULT, embed)
+    assert_verbatim(answer, evidence)
+    assert answer.sentences[0].citations == [2] and "[33]" not in answer.text
+    assert answer.text.startswith("2022年11月26日，蒋万安当选台北市市长") and answer.text.count("[2]") == 1

@@ -9,8 +9,9 @@ introduces a list ("... must not exceed the cap for the city tier:") never answe
 item holding the figure does. A part no sentence answers well enough gets a fixed gap sentence
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
 
-Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") are
-dropped and line wraps inside a sentence become single spaces.
+Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") and a
+source's footnote marker after the sentence's end ("…市长。[33]") are dropped, and line wraps
+inside a sentence become single spaces.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked
 W_SENTENCE_READER = 0.5  # Chinese, a chunk without headings: + this x the sentence reader's P(holds the answer)
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
+_FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
 _CJK_TERMINAL = ("。", "！", "？", "」", "』", "）")
 _TERMINAL = (".", "!", "?", '"', "”", ")", *_CJK_TERMINAL)
@@ -303,14 +305,17 @@ def compose(picks: list[Pick | Gap]) -> str:
     after CJK) or a line break; a part the evidence does not answer is named in a gap sentence.
 
     Line wraps inside a sentence (PDF text) become single spaces, and the source's own
-    bracketed numbers ("as shown in [3]") are Markdown-escaped so they are not read as citations.
+    bracketed numbers ("as shown in [3]") are Markdown-escaped so they are not read as citations;
+    a footnote marker after the sentence's end is dropped, since the [n] that follows it would
+    otherwise stand after the sentence it cites ("…市长。\\[33\\] [3]" reads as an uncited sentence).
     """
     out, prev = "", ""
     for pick in picks:
         if isinstance(pick, Gap):
             text, mark = pick.sentence(), ""
         else:
-            text = _SOURCE_REF_RE.sub(r"\\[\1\\]", " ".join(list_body(pick.segment.text).split()))
+            body = _FOOTNOTE_RE.sub("", " ".join(list_body(pick.segment.text).split()))
+            text = _SOURCE_REF_RE.sub(r"\\[\1\\]", body)
             mark = f"[{pick.n}]" if text.endswith(_CJK_TERMINAL) else f" [{pick.n}]"
         if prev:
             if not prev.endswith(_TERMINAL):
