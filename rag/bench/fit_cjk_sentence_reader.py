@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.evaluate:
         r = SentenceReader(args.evaluate)
-        encoder.layers[cut:].load_state_dict(r.encoder.layers[cut:].state_dict())
+        encoder.layers[cut:].load_state_dict(r.top.state_dict())
         heads, losses = (r.head, r.null_head), []
     else:
         losses = train(encoder, heads, cached_fit, fit, args.epochs, args.layers, args.lr)
