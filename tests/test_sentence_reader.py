@@ -141,3 +141,60 @@ def test_sharing_the_answer_readers_e5_base_reads_the_same():
     own = sr.SentenceReader(base=None)
     assert own.encoder is not shared.encoder
     assert own.probabilities(question, sents) == pytest.approx(shared.probabilities(question, sents), abs=1e-5)
+
+
+def _tiny_beir(root):
+    """A CMRC-shaped BEIR folder: titled paragraphs, questions with answer strings, train qrels."""
+    import json
+
+    paragraphs = {
+        f"P{i}": (
+            f"城市{i}",
+            f"城市{i}位于一条大河的南岸，是该地区的交通枢纽。城市{i}建于{1800 + i}年，最初是一个渔村。"
+            f"该市人口约为{20 + i}万人，以纺织业闻名。每年秋季这里都会举办灯会。",
+        )
+        for i in range(12)
+    }
+    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
+    for pid, (title, _) in paragraphs.items():
+        i = int(pid[1:])
+        for k, (q, a) in enumerate(
+            [(f"{title}建于哪一年？", f"{1800 + i}年"), (f"{title}的人口是多少？", f"{20 + i}万人")]
+        ):
+            queries.append({"_id": f"{pid}_Q{k}", "text": q, "metadata": {"answers": [a]}})
+            qrels.append(f"{pid}_Q{k}\t{pid}\t1")
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": p, "title": t, "text": x}, ensure_ascii=False) + "\n" for p, (t, x) in paragraphs.items()
+        )
+    )
+    (root / "queries.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in queries))
+    (root / "qrels" / "train.tsv").write_text("\n".join(qrels) + "\n")
+
+
+def test_the_fit_builds_targets_from_answer_spans_and_learns(tmp_path, tok):
+    """The training examples mark the answer's sentence (or none, in the gutted copy), and a short
+    fit on them lowers the cross-entropy (the same recipe as the shipped fit, on a tiny set)."""
+    import torch
+
+    from rag.answer.sentence_reader import untrained_heads
+    from rag.bench import fit_cjk_sentence_reader as fit
+    from rag.retrieval.answerability.reader import untrained
+
+    _tiny_beir(tmp_path)
+    items = fit.examples(tok, tmp_path)
+    own = [e for e in items if e.role == "own" and e.qid == "P3_Q0"]
+    assert [own[0].sentences[i] for i in own[0].answer] == ["城市3建于1803年，最初是一个渔村。"]
+    assert all(not e.answer for e in items if e.role == "gutted")
+    owns = [e for e in items if e.role == "own"]
+    assert all(e.heading == (f"城市{e.qid[1:].split('_')[0]}" if fit.titled(e.qid) else "") for e in owns)
+    assert {bool(e.heading) for e in owns} == {True, False}  # half the titles blanked
+    torch.manual_seed(13)
+    _, encoder, _ = untrained()
+    heads = untrained_heads(encoder.word.weight.shape[1])
+    cut = len(encoder.layers) - 2
+    sample = items[:24]
+    cached = fit.precompute(encoder, tok, sample, cut)
+    losses = fit.train(encoder, heads, cached, sample, epochs=3, layers=2, lr=3e-4)
+    assert losses[-1] < losses[0]

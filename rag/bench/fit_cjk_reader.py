@@ -157,6 +157,21 @@ def _forward(encoder, head, cached: list, cut: int):
     return score_batch(encoder, head, [ids for ids, _ in cached], start=cut, hidden=hidden)
 
 
+BATCH = 16
+
+
+def fine_tune_optimizer(top, head_params: list, lr: float, steps: int):
+    """(AdamW, linear-decay schedule) for the ``top`` layers at ``lr`` and the heads at 10x, over
+    ``steps`` steps; makes ``top`` trainable."""
+    import torch
+
+    top.requires_grad_(True)
+    opt = torch.optim.AdamW(
+        [{"params": top.parameters(), "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=0.01
+    )
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+
+
 def train(
     encoder, head, cached: list, labels: np.ndarray, epochs: int, layers: int, lr: float, seed: int = 13
 ) -> list[float]:
@@ -164,15 +179,10 @@ def train(
 
     cut = len(encoder.layers) - layers
     top = encoder.layers[cut:]
-    top.requires_grad_(True)
-    opt = torch.optim.AdamW(
-        [{"params": top.parameters(), "lr": lr}, {"params": head.parameters(), "lr": 10 * lr}], weight_decay=0.01
-    )
     pos_weight = torch.tensor((labels == 0).sum() / max((labels == 1).sum(), 1))
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
-    rng, bs, losses = random.Random(seed), 16, []
-    steps = epochs * ((len(cached) + bs - 1) // bs)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+    rng, bs, losses = random.Random(seed), BATCH, []
+    opt, sched = fine_tune_optimizer(top, list(head.parameters()), lr, epochs * ((len(cached) + bs - 1) // bs))
     encoder.train()
     for _ in range(epochs):
         order = list(range(len(cached)))

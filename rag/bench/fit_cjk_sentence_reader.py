@@ -43,8 +43,8 @@ from rag.answer.sentence_reader import (
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
+from rag.bench.fit_cjk_reader import BATCH, fine_tune_optimizer, paraphrased  # the same recipe
 from rag.bench.hard_negatives import gut
-from rag.bench.synonyms import paraphrase
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 from rag.retrieval.answerability.reader import grams, padded, untrained
 
@@ -52,7 +52,7 @@ DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
 COMMAND = "python -m rag.bench.fit_cjk_sentence_reader --write"
 OTHERS = 1
 EPOCHS = 2
-PARAPHRASE = 1
+PARAPHRASE = 0  # paraphrased copies per example (1 doubles the ~30-minute fit; not measured)
 
 
 @dataclass(frozen=True)
@@ -118,16 +118,6 @@ def examples(tok, data: Path, others: int = OTHERS) -> list[Example]:
     return out
 
 
-def paraphrased(items: list[Example], seed: int) -> list[Example]:
-    """``items`` again with each question paraphrased by Cilin synonyms (one paraphrase per
-    question); questions without a word Cilin knows are left out."""
-    rng, by_q = random.Random(seed), {}
-    for e in items:
-        if e.qid not in by_q:
-            by_q[e.qid] = paraphrase(e.question, rng)
-    return [replace(e, question=by_q[e.qid]) for e in items if by_q[e.qid]]
-
-
 def _encoded(tok, e: Example) -> Encoded:
     (first, enc), *_ = windows(tok, e.question, e.sentences, e.heading)
     return enc
@@ -176,17 +166,9 @@ def train(encoder, heads, cached: list, items: list[Example], epochs: int, layer
     head, null_head = heads
     cut = len(encoder.layers) - layers
     top = encoder.layers[cut:]
-    top.requires_grad_(True)
-    opt = torch.optim.AdamW(
-        [
-            {"params": top.parameters(), "lr": lr},
-            {"params": [*head.parameters(), *null_head.parameters()], "lr": 10 * lr},
-        ],
-        weight_decay=0.01,
-    )
-    rng, bs, losses = random.Random(seed), 16, []
+    rng, bs, losses = random.Random(seed), BATCH, []
     steps = epochs * ((len(cached) + bs - 1) // bs)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+    opt, sched = fine_tune_optimizer(top, [*head.parameters(), *null_head.parameters()], lr, steps)
     targets = [_target(e) for e in items]
     encoder.train()
     for _ in range(epochs):
