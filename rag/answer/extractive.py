@@ -134,10 +134,10 @@ def score_for_part(
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
     ``reader`` (Chinese parts): each sentence of a chunk without headings also gets
     ``W_SENTENCE_READER`` x the sentence reader's probability that it holds the answer
-    (``Pick.reader``). Under a heading every sentence holds the topic's
-    terms and coverage already tells the answering one apart (CMRC trial, held out: the reader
-    alone 0.778, the question's characters 0.778); without one the sentence that names the topic
-    wins on terms (0.656) and the reader does better (0.722; ``fit_cjk_sentence_reader``)."""
+    (``Pick.reader``). Under a heading every sentence holds the topic's terms and coverage already
+    tells the answering one apart as well as the reader does; without one the sentence that names
+    the topic wins on terms, and the reader points at the answering one far more often (held-out
+    CMRC trial figures: docs/BENCHMARKS.md, "The sentence reader")."""
     q_vec = index.vector(part.text) if vectors else None
     read = _read(reader, part, index) if reader is not None and part.cjk else {}
     picks = []
