@@ -304,12 +304,17 @@ def test_the_app_warms_the_chinese_reader_up_in_the_background(app_kb):
 
     if not reader_mod.READER_FILE.exists():
         pytest.skip("reader-cjk.pt not shipped")
+    from rag.answer import sentence_reader
+
     st.cache_resource.clear()  # as after an app restart
     reader_mod.forget_shipped_reader()
-    start()  # asks nothing: only the warm-up can load the reader
-    warming = [t for t in threading.enumerate() if t.name == "reader-warm-up"]
-    assert warming or reader_mod.is_loaded()
+    sentence_reader.forget_shipped_sentence_reader()
+    start()  # asks nothing: only the warm-up can load the readers
+    warming = [t for t in threading.enumerate() if t.name in ("reader-warm-up", "sentence-reader-warm-up")]
+    assert warming or (reader_mod.is_loaded() and sentence_reader.is_loaded())
     for thread in warming:
         thread.join()
-    assert reader_mod.is_loaded()  # loaded without a question
+    assert reader_mod.is_loaded() and sentence_reader.is_loaded()  # loaded without a question
     assert reader_mod.shipped_reader() is not None
+    if sentence_reader.SENTENCE_READER_FILE.exists():
+        assert sentence_reader.shipped_sentence_reader().encoder is reader_mod.shipped_reader().encoder  # one e5 base

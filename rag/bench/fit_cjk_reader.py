@@ -268,32 +268,33 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def save(top, head, args, pairs: int, losses: list[float]) -> None:
-    """Write the fine-tuned ``top`` layers and ``head`` (float16) with their provenance."""
+def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], command: str, **extra) -> None:
+    """Write fine-tuned ``top`` layers and ``heads`` (name -> module; float16) to ``path`` with
+    their provenance: ``args``' data, epochs, learning rate, other paragraphs and paraphrases,
+    the training folds, the losses, ``command``, the date and ``extra``."""
     import torch
 
     torch.save(
         {
             "train_layers": args.layers,
             "layers": {k: v.half() for k, v in top.state_dict().items()},
-            "head": {k: v.half() for k, v in head.state_dict().items()},
+            **{name: {k: v.half() for k, v in h.state_dict().items()} for name, h in heads.items()},
             "provenance": {
                 "data": str(args.data),
                 "folds": sorted(READER_FOLDS),
-                "pairs": pairs,
                 "epochs": args.epochs,
                 "lr": args.lr,
-                "inner": args.inner,
                 "others": args.others,
                 "paraphrase": args.paraphrase,
+                **extra,
                 "losses": [round(x, 4) for x in losses],
-                "command": COMMAND,
+                "command": command,
                 "date": datetime.now(UTC).date().isoformat(),
             },
         },
-        READER_FILE,
+        path,
     )
-    print(f"wrote {READER_FILE}")
+    print(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     report(held, logits_of(encoder, head, cached_held, cut), held_para, logits_of(encoder, head, cached_para, cut))
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
-        save(encoder.layers[cut:], head, args, len(fit), losses)
+        write_fine_tune(
+            READER_FILE, args, encoder.layers[cut:], {"head": head}, losses, COMMAND, pairs=len(fit), inner=args.inner
+        )
     return 0
 
 

@@ -26,16 +26,18 @@ import random
 import sys
 import time
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from rag.answer.sentence_reader import (
+    MAX_QUESTION_TOKENS,
+    MAX_TOKENS,
     SENTENCE_READER_FILE,
     TRAIN_LAYERS,
     Encoded,
     SentenceReader,
+    encode,
     sentence_logits,
     untrained_heads,
     windows,
@@ -43,7 +45,7 @@ from rag.answer.sentence_reader import (
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
-from rag.bench.fit_cjk_reader import BATCH, fine_tune_optimizer, paraphrased  # the same recipe
+from rag.bench.fit_cjk_reader import BATCH, fine_tune_optimizer, paraphrased, write_fine_tune  # the same recipe
 from rag.bench.hard_negatives import gut
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 from rag.retrieval.answerability.reader import grams, padded, untrained
@@ -119,7 +121,10 @@ def examples(tok, data: Path, others: int = OTHERS) -> list[Example]:
 
 
 def _encoded(tok, e: Example) -> Encoded:
-    (first, enc), *_ = windows(tok, e.question, e.sentences, e.heading)
+    """The example's window as the model reads it: every one of its sentences, with room for a
+    paraphrased question up to ``MAX_QUESTION_TOKENS`` longer than the one the window was cut for."""
+    enc = encode(tok, e.question, e.sentences, e.heading, MAX_TOKENS + MAX_QUESTION_TOKENS)
+    assert len(enc.spans) == len(e.sentences), e.qid  # the targets index these sentences
     return enc
 
 
@@ -266,35 +271,6 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def save(top, heads, args, n: int, losses: list[float], held: dict[str, float]) -> None:
-    import torch
-
-    head, null_head = heads
-    torch.save(
-        {
-            "train_layers": args.layers,
-            "layers": {k: v.half() for k, v in top.state_dict().items()},
-            "head": {k: v.half() for k, v in head.state_dict().items()},
-            "null_head": {k: v.half() for k, v in null_head.state_dict().items()},
-            "provenance": {
-                "data": str(args.data),
-                "folds": sorted(READER_FOLDS),
-                "examples": n,
-                "epochs": args.epochs,
-                "lr": args.lr,
-                "others": args.others,
-                "paraphrase": args.paraphrase,
-                "losses": [round(x, 4) for x in losses],
-                "held_out": {k: round(v, 4) for k, v in held.items()},
-                "command": COMMAND,
-                "date": datetime.now(UTC).date().isoformat(),
-            },
-        },
-        SENTENCE_READER_FILE,
-    )
-    print(f"wrote {SENTENCE_READER_FILE}")
-
-
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -321,7 +297,18 @@ def main(argv: list[str] | None = None) -> int:
     held_out = report(held, sentence_probs(encoder, heads, cached_held, cut))
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
-        save(encoder.layers[cut:], heads, args, len(fit), losses, held_out)
+        head, null_head = heads
+        held = {k: round(v, 4) for k, v in held_out.items()}
+        write_fine_tune(
+            SENTENCE_READER_FILE,
+            args,
+            encoder.layers[cut:],
+            {"head": head, "null_head": null_head},
+            losses,
+            COMMAND,
+            examples=len(fit),
+            held_out=held,
+        )
     return 0
 
 

