@@ -26,6 +26,7 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -87,11 +88,24 @@ def _inner_windows(question: str, text: str, title: str, answers: list[str], n: 
     return [w for w in (focus(s, text) for s in sents[:n]) if not _holds(w, answers)]
 
 
-def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
-    corpus = {d: doc for d, doc in iter_corpus(data)}
+@dataclass(frozen=True)
+class TrainQuestion:
+    """A CMRC question with one paragraph of its own that holds an answer string."""
+
+    qid: str
+    question: str
+    answers: list[str]
+    text: str  # its own paragraph
+    title: str
+    gutted: str  # the paragraph with its answer sentences cut out (``hard_negatives.gut``)
+    near: list  # the ``others`` other paragraphs (BEIR docs) sharing most of the question's characters
+
+
+def train_questions(data: Path, others: int = OTHERS) -> Iterator[TrainQuestion]:
+    """The questions of a CMRC-shaped BEIR view (train qrels) both readers are fit on."""
+    corpus = dict(iter_corpus(data))
     by_doc = {d: grams(doc.text) for d, doc in corpus.items()}
     qrels = load_qrels(data, "train")
-    out: list[Pair] = []
     for qid, question, meta in iter_queries(data):
         own = [d for d, g in qrels.get(qid, {}).items() if g > 0 and d in corpus]
         answers = [str(a).strip() for a in (meta or {}).get("answers") or [] if str(a).strip()]
@@ -101,19 +115,26 @@ def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
         gutted = gut(text, answers)
         if gutted is None:
             continue
+        q = grams(question)
+        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:others]
+        yield TrainQuestion(qid, question, answers, text, title, gutted, [corpus[d] for d in near])
+
+
+def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
+    out: list[Pair] = []
+    for t in train_questions(data, others):
+        qid, question, answers, text, title = t.qid, t.question, t.answers, t.text, t.title
         w = focus(question, text, title)
         out.append(Pair(qid, question, w, title, _holds(w, answers), "own"))
         aw = _answer_window(text, answers[0])
         if aw and aw != w and _holds(aw, answers):
             out.append(Pair(qid, question, aw, title, 1, "answer"))
-        out.append(Pair(qid, question, focus(question, gutted, title), title, 0, "gutted"))
+        out.append(Pair(qid, question, focus(question, t.gutted, title), title, 0, "gutted"))
         for w in _inner_windows(question, text, title, answers, inner):
             out.append(Pair(qid, question, w, title, 0, "inner"))
-        q = grams(question)
-        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:others]
-        for d in near:
-            w = focus(question, corpus[d].text, corpus[d].title)
-            out.append(Pair(qid, question, w, corpus[d].title, _holds(w, answers), "other"))
+        for doc in t.near:
+            w = focus(question, doc.text, doc.title)
+            out.append(Pair(qid, question, w, doc.title, _holds(w, answers), "other"))
     return out
 
 

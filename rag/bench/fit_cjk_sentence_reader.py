@@ -45,9 +45,13 @@ from rag.answer.sentence_reader import (
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
-from rag.bench.fit_cjk_reader import BATCH, fine_tune_optimizer, paraphrased, write_fine_tune  # the same recipe
-from rag.bench.hard_negatives import gut
-from rag.eval.beir import iter_corpus, iter_queries, load_qrels
+from rag.bench.fit_cjk_reader import (  # the same data and recipe
+    BATCH,
+    fine_tune_optimizer,
+    paraphrased,
+    train_questions,
+    write_fine_tune,
+)
 from rag.retrieval.answerability.reader import grams, padded, untrained
 
 DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
@@ -96,27 +100,14 @@ def _windows_of(tok, qid, question, text, answers, heading, role) -> list[Exampl
 
 
 def examples(tok, data: Path, others: int = OTHERS) -> list[Example]:
-    corpus = dict(iter_corpus(data))
-    by_doc = {d: grams(doc.text) for d, doc in corpus.items()}
-    qrels = load_qrels(data, "train")
     out: list[Example] = []
-    for qid, question, meta in iter_queries(data):
-        own = [d for d, g in qrels.get(qid, {}).items() if g > 0 and d in corpus]
-        answers = [str(a).strip() for a in (meta or {}).get("answers") or [] if str(a).strip()]
-        if len(own) != 1 or not answers:
-            continue
-        text, title = corpus[own[0]].text, corpus[own[0]].title
-        gutted = gut(text, answers)
-        if gutted is None:
-            continue
-        heading = title if titled(qid) else ""
-        out += _windows_of(tok, qid, question, text, answers, heading, "own")
-        out += [replace(e, answer=()) for e in _windows_of(tok, qid, question, gutted, [], heading, "gutted")]
-        q = grams(question)
-        near = sorted((d for d in corpus if d != own[0]), key=lambda d: (-len(q & by_doc[d]), d))[:others]
-        for d in near:
-            h = corpus[d].title if titled(qid) else ""
-            out += _windows_of(tok, qid, question, corpus[d].text, answers, h, "other")[:1]
+    for t in train_questions(data, others):
+        heading = t.title if titled(t.qid) else ""
+        out += _windows_of(tok, t.qid, t.question, t.text, t.answers, heading, "own")
+        out += [replace(e, answer=()) for e in _windows_of(tok, t.qid, t.question, t.gutted, [], heading, "gutted")]
+        for doc in t.near:
+            h = doc.title if titled(t.qid) else ""
+            out += _windows_of(tok, t.qid, t.question, doc.text, t.answers, h, "other")[:1]
     return out
 
 
