@@ -181,16 +181,38 @@ def _forward(encoder, head, cached: list, cut: int):
 BATCH = 16
 
 
-def fine_tune_optimizer(top, head_params: list, lr: float, steps: int):
-    """(AdamW, linear-decay schedule) for the ``top`` layers at ``lr`` and the heads at 10x, over
-    ``steps`` steps; makes ``top`` trainable."""
+def fine_tune(encoder, top, head_params: list, n: int, batch_loss, epochs: int, lr: float, seed: int, name: str):
+    """The loop both readers are fit with: ``epochs`` shuffled passes over ``n`` examples in
+    batches of ``BATCH``; AdamW on the ``top`` layers at ``lr`` and the heads at 10x, with a
+    linear decay. ``batch_loss(indices)`` is a batch's mean loss (``name`` in the log). Returns
+    each epoch's mean loss."""
     import torch
 
     top.requires_grad_(True)
     opt = torch.optim.AdamW(
         [{"params": top.parameters(), "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=0.01
     )
-    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+    steps = epochs * ((n + BATCH - 1) // BATCH)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
+    rng, losses = random.Random(seed), []
+    encoder.train()
+    for _ in range(epochs):
+        order = list(range(n))
+        rng.shuffle(order)
+        total = 0.0
+        for s in range(0, n, BATCH):
+            idx = order[s : s + BATCH]
+            loss = batch_loss(idx)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += float(loss.detach()) * len(idx)
+        losses.append(total / n)
+        print(f"  epoch {len(losses)}: mean {name} {losses[-1]:.4f}", flush=True)
+    encoder.eval()
+    top.requires_grad_(False)
+    return losses
 
 
 def train(
@@ -199,30 +221,16 @@ def train(
     import torch
 
     cut = len(encoder.layers) - layers
-    top = encoder.layers[cut:]
     pos_weight = torch.tensor((labels == 0).sum() / max((labels == 1).sum(), 1))
     loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight)
-    rng, bs, losses = random.Random(seed), BATCH, []
-    opt, sched = fine_tune_optimizer(top, list(head.parameters()), lr, epochs * ((len(cached) + bs - 1) // bs))
-    encoder.train()
-    for _ in range(epochs):
-        order = list(range(len(cached)))
-        rng.shuffle(order)
-        total = 0.0
-        for s in range(0, len(order), bs):
-            idx = order[s : s + bs]
-            logits = _forward(encoder, head, [cached[i] for i in idx], cut)
-            loss = loss_fn(logits, torch.tensor(labels[idx], dtype=torch.float32))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += float(loss.detach()) * len(idx)
-        losses.append(total / len(cached))
-        print(f"  epoch {len(losses)}: mean BCE {losses[-1]:.4f}", flush=True)
-    encoder.eval()
-    top.requires_grad_(False)
-    return losses
+
+    def batch_loss(idx: list[int]):
+        logits = _forward(encoder, head, [cached[i] for i in idx], cut)
+        return loss_fn(logits, torch.tensor(labels[idx], dtype=torch.float32))
+
+    return fine_tune(
+        encoder, encoder.layers[cut:], list(head.parameters()), len(cached), batch_loss, epochs, lr, seed, "BCE"
+    )
 
 
 def _overlap(items: list[Pair]) -> np.ndarray:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import random
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -46,8 +45,7 @@ from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
 from rag.bench.fit_cjk_reader import (  # the same data and recipe
-    BATCH,
-    fine_tune_optimizer,
+    fine_tune,
     paraphrased,
     train_questions,
     write_fine_tune,
@@ -161,35 +159,18 @@ def train(encoder, heads, cached: list, items: list[Example], epochs: int, layer
 
     head, null_head = heads
     cut = len(encoder.layers) - layers
-    top = encoder.layers[cut:]
-    rng, bs, losses = random.Random(seed), BATCH, []
-    steps = epochs * ((len(cached) + bs - 1) // bs)
-    opt, sched = fine_tune_optimizer(top, [*head.parameters(), *null_head.parameters()], lr, steps)
     targets = [_target(e) for e in items]
-    encoder.train()
-    for _ in range(epochs):
-        order = list(range(len(cached)))
-        rng.shuffle(order)
-        total = 0.0
-        for s in range(0, len(order), bs):
-            idx = order[s : s + bs]
-            hidden = _top(encoder, [cached[i] for i in idx], cut)
-            loss = 0.0
-            for j, i in enumerate(idx):
-                null, logits = sentence_logits(hidden[j], cached[i][0], head, null_head)
-                logp = torch.log_softmax(torch.cat([null[None], logits]), 0)
-                loss = loss - (targets[i] * logp).sum()
-            loss = loss / len(idx)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += float(loss.detach()) * len(idx)
-        losses.append(total / len(cached))
-        print(f"  epoch {len(losses)}: mean cross-entropy {losses[-1]:.4f}", flush=True)
-    encoder.eval()
-    top.requires_grad_(False)
-    return losses
+
+    def batch_loss(idx: list[int]):
+        hidden = _top(encoder, [cached[i] for i in idx], cut)
+        loss = 0.0
+        for j, i in enumerate(idx):
+            null, logits = sentence_logits(hidden[j], cached[i][0], head, null_head)
+            loss = loss - (targets[i] * torch.log_softmax(torch.cat([null[None], logits]), 0)).sum()
+        return loss / len(idx)
+
+    params = [*head.parameters(), *null_head.parameters()]
+    return fine_tune(encoder, encoder.layers[cut:], params, len(cached), batch_loss, epochs, lr, seed, "cross-entropy")
 
 
 def sentence_probs(encoder, heads, cached: list, cut: int, batch: int = 32) -> list[np.ndarray]:
