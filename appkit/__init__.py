@@ -178,8 +178,8 @@ def warm_up_reader() -> bool:
         from rag.retrieval.answerability.reader import warm_up
 
         warm_up()
-    if s.sentence_reader and s.llm in ("none", "extractive"):
-        from rag.answer import sentence_reader
+    if s.answer_reader or (s.sentence_reader and s.llm in ("none", "extractive")):  # the decision reads with it too
+        from rag.retrieval.answerability import sentence_reader
 
         sentence_reader.warm_up()
     return s.answer_reader or s.sentence_reader

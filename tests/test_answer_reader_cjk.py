@@ -83,7 +83,7 @@ def test_a_reader_asked_for_but_missing_is_said_and_the_plain_model_decides(monk
     finally:
         reader_mod.forget_shipped_reader()
     assert "reader" not in a.features and "not available" in a.reader
-    assert "reader" not in a.weights
+    assert "reader" not in a.weights and "reader_sentence" not in a.weights  # the plain model decides
 
 
 @pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
@@ -107,6 +107,11 @@ def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     removed = retrieve(kb, q, filters={"doc_ids": hotel_only}).answerability
     assert not removed.answerable  # same words, same topic, no figure: refused at the shipped threshold
     assert removed.features["reader"] < a.features["reader"]
+    from rag.retrieval.answerability import sentence_reader
+
+    if sentence_reader.SENTENCE_READER_FILE.exists():  # the shipped twin reads both readers
+        assert "reader_sentence" in a.weights and sentence_reader.SENTENCE_READER_MODEL in a.reader
+        assert removed.features["reader_sentence"] < a.features["reader_sentence"]
 
 
 def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch):

@@ -247,3 +247,23 @@ def test_one_unheld_term_is_not_called_absent():
         model=model,
     )
     assert a.missing == "The closest passage doesn't mention 'parking'."
+
+
+def test_the_readers_twin_decides_only_when_every_feature_it_reads_was_computed(tmp_path):
+    import json
+
+    from rag.retrieval.answerability.model import load_models, model_for
+
+    path = tmp_path / "weights.json"
+    plain = {"features": ["p_top"], "weights": [1.0], "bias": 0.0}
+    twin = {"features": ["p_top", "reader", "reader_sentence"], "weights": [1.0, 1.0, 1.0], "bias": 0.0}
+    path.write_text(json.dumps({"models": {"cjk": plain, "cjk/reader": twin}}), encoding="utf-8")
+    load_models.cache_clear()
+    try:
+        both = model_for("cjk", str(path), features={"p_top": 0.9, "reader": 0.8, "reader_sentence": 0.7})
+        one = model_for("cjk", str(path), features={"p_top": 0.9, "reader": 0.8})  # the sentence reader missing
+        assert both.features == ("p_top", "reader", "reader_sentence")
+        assert one.features == ("p_top",)
+        assert model_for("latin", str(path), features={"p_top": 0.9}).is_rule  # no model for the script
+    finally:
+        load_models.cache_clear()

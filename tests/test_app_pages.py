@@ -304,7 +304,7 @@ def test_the_app_warms_the_chinese_reader_up_in_the_background(app_kb):
 
     if not reader_mod.READER_FILE.exists():
         pytest.skip("reader-cjk.pt not shipped")
-    from rag.answer import sentence_reader
+    from rag.retrieval.answerability import sentence_reader
 
     st.cache_resource.clear()  # as after an app restart
     reader_mod.forget_shipped_reader()

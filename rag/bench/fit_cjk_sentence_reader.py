@@ -1,4 +1,4 @@
-"""Fine-tune the Chinese sentence reader (``rag.answer.sentence_reader``) on CMRC 2018 trial.
+"""Fine-tune the Chinese sentence reader (``rag.retrieval.answerability.sentence_reader``) on CMRC 2018 trial.
 
     python -m rag.bench.fit_cjk_sentence_reader [--data ../shared/bench/cmrc2018-trial/beir] [--write]
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.answer.sentence_reader import (
+from rag.retrieval.answerability.sentence_reader import (
     MAX_QUESTION_TOKENS,
     MAX_TOKENS,
     SENTENCE_READER_FILE,

@@ -125,7 +125,7 @@ class Answerability:
     best_sentence: str
     reason: str  # the comparison, e.g. "P(answerable) 0.214 < 0.500"
     missing: str = ""  # what was missing, for the user ("The documents don't mention 'x'.")
-    reader: str = ""  # the answer reader behind the ``reader`` feature, or why it was not computed
+    reader: str = ""  # the readers behind the ``reader`` / ``reader_sentence`` features, or why none was used
     reader_window: str = ""  # the evidence window the reader rated highest
 
 

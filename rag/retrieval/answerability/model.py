@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +33,7 @@ FEATURES: dict[str, str] = {
     "kind_missing": "the question asks for a date / number / name and the best sentence holds none",
     "agree": "the best chunk is in the top 5 of both retrievers (dense or e5, and BM25)",
     "reader": "the answer reader's probability that the best window of the top 3 chunks holds the answer (CJK)",
+    "reader_sentence": "the sentence reader's best P(some sentence holds the answer) over the top 3 chunks read whole (CJK)",
 }
 
 
@@ -88,9 +90,12 @@ def load_models(path: str = str(WEIGHTS_FILE)) -> dict[str, AnswerabilityModel]:
     return models
 
 
-def model_for(script: str, path: str = str(WEIGHTS_FILE), reader: bool = False) -> AnswerabilityModel:
-    """The model of ``script``; ``reader``: its twin fit with the answer reader's feature (stored as
-    ``<script>/reader``), when the reader is on and available."""
+def model_for(script: str, path: str = str(WEIGHTS_FILE), features: Collection[str] = ()) -> AnswerabilityModel:
+    """The model of ``script``: its twin fit with the readers' features (stored as
+    ``<script>/reader``) when every feature that twin reads is among ``features`` (the readers
+    are on and available), else the plain model, else the rule."""
     models = load_models(path)
-    found = models.get(f"{script}/reader") if reader else None
-    return found or models.get(script) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")
+    twin = models.get(f"{script}/reader")
+    if twin is not None and set(twin.features) <= set(features):
+        return twin
+    return models.get(script) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")

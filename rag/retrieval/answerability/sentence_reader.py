@@ -128,6 +128,17 @@ class SentenceReader:
 
     def probabilities_for(self, question: str, passages: Sequence[tuple[Sequence[str], str]]) -> list[list[float]]:
         """:meth:`probabilities` for several (sentences, heading) passages, read in one batch."""
+        return self.read(question, passages)[0]
+
+    def windows_for(self, question: str, passages: Sequence[tuple[Sequence[str], str]]) -> list[float]:
+        """P(some sentence of the window holds the answer), i.e. 1 - P(none), for every window
+        of the passages (what the answerability stage reads)."""
+        return self.read(question, passages)[1]
+
+    def read(
+        self, question: str, passages: Sequence[tuple[Sequence[str], str]]
+    ) -> tuple[list[list[float]], list[float]]:
+        """(per passage, P(sentence i holds the answer); per window, 1 - P(none)), in one batch."""
         import torch
 
         parts = [
@@ -136,15 +147,18 @@ class SentenceReader:
             for first, enc in windows(self.tok, question, sents, head)
         ]
         out = [[0.0] * len(sents) for sents, _ in passages]
+        some: list[float] = []
         if not parts:
-            return out
+            return out, some
         with self._lock, torch.inference_mode():
             hidden = self.hidden([enc.ids for _, _, enc in parts])
             for j, (k, first, enc) in enumerate(parts):
                 null, logits = sentence_logits(hidden[j], enc, self.head, self.null_head)
-                for i, p in enumerate(torch.softmax(torch.cat([null[None], logits]), 0)[1:]):
-                    out[k][first + i] = float(p)
-        return out
+                p = torch.softmax(torch.cat([null[None], logits]), 0)
+                some.append(float(1.0 - p[0]))
+                for i, q in enumerate(p[1:]):
+                    out[k][first + i] = float(q)
+        return out, some
 
 
 def shipped_sentence_reader() -> SentenceReader | None:
