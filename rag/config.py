@@ -79,7 +79,8 @@ class Settings:
     )
     answer_reader: bool = _f(
         True,
-        "Chinese questions: add the answer reader's feature (e5 cross-encoder, model cjk/reader); false: the plain CJK model.",
+        "Chinese questions: add the answer reader's and the sentence reader's features (e5, model cjk/reader); "
+        "false: the plain CJK model.",
     )
     sentence_reader: bool = _f(
         True,
