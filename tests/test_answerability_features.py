@@ -267,3 +267,20 @@ def test_the_readers_twin_decides_only_when_every_feature_it_reads_was_computed(
         assert model_for("latin", str(path), features={"p_top": 0.9}).is_rule  # no model for the script
     finally:
         load_models.cache_clear()
+
+
+def test_a_refusal_where_every_term_is_there_says_the_readers_found_no_answer():
+    """RGB's case: the passages hold every word of the question and carry what it asks for, and
+    only the readers say no. The refusal says so instead of naming nothing."""
+    from rag.retrieval.answerability import READERS_NO, _missing, _Read
+
+    def read(reader: float, sentence: float) -> _Read:
+        x = {"kind_missing": 0.0, "reader": reader, "reader_sentence": sentence}
+        readers = {"reader": "window reader", "reader_sentence": "sentence reader"}
+        return _Read(x, AnswerKind.NUMBER, (), (), "2007年，卡塞雷斯举办了人口论坛。", readers)
+
+    q = "2007年，卡塞雷斯的人口有多少？"
+    assert "answer readers find no sentence" in _missing(read(0.2, 0.1), q)
+    assert _missing(read(READERS_NO, 0.1), q) == ""  # one reader reads an answer: nothing specific to say
+    no_readers = _Read({"kind_missing": 0.0}, AnswerKind.NUMBER, (), (), "…")
+    assert _missing(no_readers, q) == ""

@@ -39,6 +39,7 @@ _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 
+READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
 
 
@@ -235,6 +236,11 @@ def _missing(read: _Read, question: str) -> str:
         return f"The closest passage doesn't mention '{read.unheld[0]}'."
     if read.unheld:
         return "No passage says anything about " + " together with ".join(f"'{t}'" for t in read.unheld[:3]) + "."
+    readings = [read.x[f] for f in read.readers]
+    if readings and max(readings) < READERS_NO:  # every term is there, the answer is not
+        return (
+            "The closest passages are on this topic, but the answer readers find no sentence in them that answers it."
+        )
     return ""
 
 
