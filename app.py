@@ -5,9 +5,7 @@ import streamlit as st
 pages = [
     st.Page("pages/chat.py", title="Chat", icon=":material/forum:", url_path="chat", default=True),
     st.Page("pages/upload.py", title="Upload", icon=":material/upload_file:", url_path="upload"),
-    st.Page(
-        "pages/inspector.py", title="Retrieval Inspector", icon=":material/troubleshoot:", url_path="inspector"
-    ),
+    st.Page("pages/inspector.py", title="Retrieval Inspector", icon=":material/troubleshoot:", url_path="inspector"),
     st.Page("pages/evaluation.py", title="Evaluation", icon=":material/monitoring:", url_path="evaluation"),
 ]
 nav = st.navigation(pages)

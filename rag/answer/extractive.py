@@ -26,10 +26,10 @@ from rag.answer import lexical
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.question import QuestionPart, has_date, missing_names, outside_range, question_parts
-from rag.retrieval.answerability.sentence_reader import SENTENCE_READER_MODEL, SentenceReader, shipped_sentence_reader
 from rag.answer.sentences import CJK_RE, Segment, is_cjk
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
+from rag.retrieval.answerability.sentence_reader import SENTENCE_READER_MODEL, SentenceReader, shipped_sentence_reader
 from rag.retrieval.trace import ModelLabel
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap

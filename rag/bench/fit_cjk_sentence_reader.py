@@ -29,6 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.answer.sentences import split_sentences
+from rag.bench.answer_reader import READER_FOLDS, fold_of
+from rag.bench.fit_answerability import auc
+from rag.bench.fit_cjk_reader import (  # the same data and recipe
+    fine_tune,
+    paraphrased,
+    train_questions,
+    write_fine_tune,
+)
+from rag.retrieval.answerability.reader import grams, padded, untrained
 from rag.retrieval.answerability.sentence_reader import (
     MAX_QUESTION_TOKENS,
     MAX_TOKENS,
@@ -41,16 +51,6 @@ from rag.retrieval.answerability.sentence_reader import (
     untrained_heads,
     windows,
 )
-from rag.answer.sentences import split_sentences
-from rag.bench.answer_reader import READER_FOLDS, fold_of
-from rag.bench.fit_answerability import auc
-from rag.bench.fit_cjk_reader import (  # the same data and recipe
-    fine_tune,
-    paraphrased,
-    train_questions,
-    write_fine_tune,
-)
-from rag.retrieval.answerability.reader import grams, padded, untrained
 
 DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
 COMMAND = "python -m rag.bench.fit_cjk_sentence_reader --write"
