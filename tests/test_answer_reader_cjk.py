@@ -86,6 +86,19 @@ def test_a_reader_asked_for_but_missing_is_said_and_the_plain_model_decides(monk
     assert "reader" not in a.weights and "reader_sentence" not in a.weights  # the plain model decides
 
 
+def test_a_missing_sentence_reader_leaves_both_reader_features_out(monkeypatch, tmp_path):
+    """The twin reads both readers: with one missing, the other is not run for nothing."""
+    from rag.retrieval.answerability import sentence_reader
+
+    monkeypatch.setattr(sentence_reader, "SENTENCE_READER_FILE", tmp_path / "absent.pt")
+    sentence_reader.forget_shipped_sentence_reader()
+    try:
+        a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59, use_reader=True)
+    finally:
+        sentence_reader.forget_shipped_sentence_reader()
+    assert "reader" not in a.features and "reader_sentence" not in a.features and "not available" in a.reader
+
+
 @pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
 def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     from rag.ingest.pipeline import UploadItem

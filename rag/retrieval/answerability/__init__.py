@@ -144,7 +144,18 @@ def _read_sentences(reader, question: str, top: Sequence[EvidenceChunk]) -> floa
     (1 - P(none); a chunk longer than one window counts its best window). The best chunk alone
     separates better than the best of the top 3 (CMRC trial folds 3-4, docs/BENCHMARKS.md) and
     costs a third."""
-    return max(reader.windows_for(question, [(sentences(top[0].text), top[0].heading)]), default=0.0) if top else 0.0
+    if not top:
+        return 0.0
+    return max(reader.windows_for(question, [(sentences(top[0].text), top[0].heading)]), default=0.0)
+
+
+def _readers():
+    """(answer reader, sentence reader) when both load, else (None, None): the ``<script>/reader``
+    twin reads both features, so one reader alone would be computed for nothing (and the
+    sentence reader, without the answer reader's e5 base, would load one of its own)."""
+    reader = shipped_reader()
+    sreader = shipped_sentence_reader() if reader is not None else None
+    return (reader, sreader) if sreader is not None else (None, None)
 
 
 def _agree(c: EvidenceChunk) -> bool:
@@ -165,9 +176,7 @@ def assess(
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``. ``use_reader``: for a script the answer reader
     reads, add its feature and decide with the model fit with it (``<script>/reader``)."""
-    wants_reader = use_reader and script in READER_SCRIPTS
-    reader = shipped_reader() if wants_reader else None
-    sreader = shipped_sentence_reader() if wants_reader else None
+    reader, sreader = _readers() if use_reader and script in READER_SCRIPTS else (None, None)
     read = features(question, ranked, stats, calibrated, reader, sreader)
     model = model or model_for(script, features=read.x)
     readers = " + ".join(read.readers[f] for f in model.features if f in read.readers)  # the readers it used
