@@ -12,6 +12,7 @@ from rag.views.chat import (
     INSPECTOR_CONVERSATION,
     AnswerStream,
     answer_markdown,
+    closest_markdown,
     conversation_labels,
     evidence_markdown,
     footnotes,
@@ -83,6 +84,9 @@ def _turn(turn) -> None:
             st.caption(md_escape(note))
         if not turn.answer.refused:
             _sources(turn)
+        elif closest := closest_markdown(trace):
+            with st.expander("Closest passages found: not enough to answer, judge for yourself"):
+                st.markdown(closest)
         st.page_link(
             appkit.INSPECTOR,
             label="Open this turn in the Inspector",

@@ -104,6 +104,9 @@ def test_chat_refusal_renders_as_a_refusal_with_its_reason(app_kb):
     warning = texts(at.warning)
     assert "Not answered" in warning and "can't" in warning
     assert "Why:" in texts(at.caption) and "threshold" in texts(at.caption)
+    closest = [e for e in at.expander if e.label.startswith("Closest passages found")]
+    assert closest and "rank 1" in texts(closest[-1].markdown)  # what it found, for the user to judge
+    assert ":blue-badge[" not in texts(closest[-1].markdown)  # and nothing cited
 
 
 def test_chat_too_long_question_shows_the_limit_and_the_fix(app_kb):

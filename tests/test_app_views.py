@@ -281,3 +281,42 @@ def test_documents_frame_has_one_row_per_document_with_provenance():
     df = documents_frame([doc])
     assert list(df["name"]) == ["a.md"] and df.iloc[0]["hash"] == "ab" * 6 and df.iloc[0]["tags"] == "hr"
     assert set(DOCUMENT_COLUMNS) <= set(df.columns)
+
+
+def test_a_refusal_shows_the_closest_passages_ranked_and_escaped():
+    """A turn that kept no evidence lists its best reranked candidates (not cited, rank order,
+    the scoring model named); a turn with evidence lists none (its cards show it)."""
+    from rag.views.chat import closest_markdown, closest_passages
+    from rag.views.highlight import md_escape
+
+    answered = make_trace()
+    assert closest_passages(answered) == [] and closest_markdown(answered) == ""
+    refused = make_trace()
+    for c in refused.candidates:
+        c.final_rank = None
+    refused.fallback = FallbackDecision(FallbackAction.REJECT, "weak", 0.3, 0.5)
+    assert [c.chunk_id for c in closest_passages(refused)] == ["d1:1:1:1", "d1:1:1:0"]  # the unreranked one left out
+    assert [c.chunk_id for c in closest_passages(refused, k=1)] == ["d1:1:1:1"]
+    md = closest_markdown(refused)
+    assert md.index("rank 1") < md.index("rank 2") and "rerank 0.90" in md and "[1]" not in md
+    assert "\\<img" in md and "<img" not in md.replace("\\<img", "")  # source text is escaped
+    assert md_escape("default:logreg (stand-in: no flag model)") in md  # the model behind the scores
+    assert closest_passages(None) == []
+
+
+def test_a_real_refusal_keeps_its_closest_passages(make_kb):
+    """On a real KB the absent-term refusal (default threshold) keeps no evidence, and the
+    closest passage it shows is the one on the topic."""
+    from rag.retrieval.pipeline import retrieve
+    from rag.views.chat import closest_passages
+
+    kb = make_kb("closest")
+    kb.ingest_file(
+        "handbook.md",
+        b"# Leave\n\nFull-time employees receive 25 working days of paid annual leave per calendar year.\n\n"
+        b"# Travel\n\nEconomy class is booked for flights under six hours.",
+    )
+    trace = retrieve(kb, "How many days of paid sabbatical do employees get?", persist=False)
+    assert trace.fallback.action is not FallbackAction.ANSWER and trace.evidence() == []
+    closest = closest_passages(trace)
+    assert closest and "annual leave" in closest[0].text and closest[0].rerank_rank == 1

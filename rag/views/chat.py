@@ -177,6 +177,35 @@ def turn_notes(trace, answer: Answer) -> list[str]:
     return [note for note in (unscored_note(trace), fallback_note(answer)) if note]
 
 
+CLOSEST_PASSAGES = 3  # shown under a refusal: what the search found closest
+
+
+def closest_passages(trace, k: int = CLOSEST_PASSAGES) -> list[Candidate]:
+    """The best ``k`` reranked candidates of a turn that kept no evidence (a refusal or a question
+    back): what the search found closest, for the user to judge the refusal by. Empty when the
+    turn has evidence (the cards show it) or nothing was reranked."""
+    if trace is None or trace.evidence():
+        return []
+    ranked = sorted((c for c in trace.candidates if c.rerank_rank is not None), key=lambda c: c.rerank_rank)
+    return ranked[:k]
+
+
+def closest_markdown(trace, k: int = CLOSEST_PASSAGES) -> str:
+    """:func:`closest_passages` as one Markdown block, each under its rerank rank (they are not
+    evidence and carry no [n]), every piece of source text escaped, and the model that scored
+    them named last; '' when there are none."""
+    found = closest_passages(trace, k)
+    if not found:
+        return ""
+    blocks = []
+    for c in found:
+        where = breadcrumb(c.doc_name or c.doc_id, c.page, c.heading_path)
+        score = f" · rerank {c.rerank_score:.2f}" if c.rerank_score is not None else ""
+        blocks.append(f":gray-badge[rank {c.rerank_rank}] {where}{score}  \n{md_escape(preview(c.text, 220))}")
+    blocks.append(f"Rerank scores by {md_escape(str(trace.reranker))}.")
+    return "\n\n".join(blocks)
+
+
 def evidence_markdown(evidence) -> str:
     """The numbered evidence as one Markdown block, every piece of source text escaped."""
     blocks = []
