@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rag.bench.fit_answerability import auc, fit, operating_point
@@ -120,3 +122,77 @@ def test_paraphrased_sets_ask_the_training_questions_in_other_words_the_same_eve
     assert first and first != q and "哪些" in first  # other words, the same question word
     assert _paraphrase("TRIAL_1_QUERY_4", q) == first  # seeded by the question's id
     assert _paraphrase("TRIAL_1_QUERY_4", "RCEP？") is None  # nothing Cilin knows: the question is left out
+
+
+def _beir(root, docs: dict[str, str], queries: list[dict], qrels: list[tuple[str, str]]):
+    import json
+
+    folder = root / "rgb-zh" / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as fh:
+        for doc_id, text in docs.items():
+            fh.write(json.dumps({"_id": doc_id, "title": "", "text": text}, ensure_ascii=False) + "\n")
+    with (folder / "queries.jsonl").open("w", encoding="utf-8") as fh:
+        for q in queries:
+            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in qrels)
+    )
+    return folder
+
+
+def test_reference_answers_read_both_layouts(tmp_path):
+    from rag.bench.refusal import reference_answers
+
+    folder = _beir(
+        tmp_path,
+        {"a": "x"},
+        [
+            {"_id": "1", "text": "q1", "metadata": {"answer": [["SE 3", "SE3"], "新款iPhone SE"]}},  # RGB-zh
+            {"_id": "2", "text": "q2", "metadata": {"answers": ["踢爆", " "]}},  # CMRC
+            {"_id": "3", "text": "q3", "metadata": {"evidence": {}}},  # SciFact: no answer strings
+        ],
+        [("1", "a")],
+    )
+    assert reference_answers(folder) == {"1": ["SE 3", "SE3", "新款iPhone SE"], "2": ["踢爆"]}
+
+
+def test_clean_line_counts_only_questions_whose_answer_is_gone():
+    r = SetResult("rgb-zh")
+    for qid, left, refused in (("1", False, True), ("2", True, False), ("3", False, False)):
+        r.rows += [replace(_row("as_is", False, 0.9, "rgb-zh", qid), answer_left=left)]
+        r.rows += [replace(_row("removed", refused, 0.3 if refused else 0.8, "rgb-zh", qid), answer_left=left)]
+    assert r.line().startswith("refusal rgb-zh: unanswerable refused 1/3")
+    assert r.clean_line() == (
+        "refusal rgb-zh, answer in no passage left (2 of 3 questions): "
+        "unanswerable refused 1/2 (0.500) · answerable refused 0/2 (0.000)"
+    )
+    no_answers = SetResult("scifact", [_row("removed", True, 0.1), _row("as_is", False, 0.9)])
+    assert no_answers.clean_line() == ""
+
+
+@pytest.mark.slow
+def test_a_removed_question_whose_answer_another_passage_holds_is_not_counted_clean(tmp_path):
+    """On a real benchmark KB: the two opening-ceremony passages each say both answers, so
+    removing either question's own passage leaves its answer searchable (not unanswerable for
+    certain); the tennis question's answer is in its own passage only (clean)."""
+    from rag.bench.refusal import run_set
+
+    docs = {
+        "p1": "2022年北京冬奥会于2月4日开幕，开幕式在国家体育场举行。",
+        "p2": "北京冬奥会开幕式在国家体育场举行，时间是2月4日晚。",
+        "p3": "张帅在辛辛那提网球公开赛女子单打比赛中止步八强。",
+        "n1": "冬奥会的吉祥物是冰墩墩，受到很多观众喜爱。",
+    }
+    queries = [
+        {"_id": "1", "text": "2022年冬奥会开幕日期", "metadata": {"answer": ["2月4日"]}},
+        {"_id": "2", "text": "北京冬奥会开幕式在哪里举行", "metadata": {"answer": ["国家体育场"]}},
+        {"_id": "3", "text": "张帅在辛辛那提赛的成绩", "metadata": {"answer": ["八强"]}},
+    ]
+    _beir(tmp_path / "data", docs, queries, [("1", "p1"), ("2", "p2"), ("3", "p3")])
+    settings = Settings.from_env(home=tmp_path / "home", bench_data=tmp_path / "data", fallback="reject")
+    result = run_set(SETS["rgb-zh"], settings, out=lambda _line: None)
+    left = {r.qid: r.answer_left for r in result.rows if r.condition == "removed"}
+    assert left == {"1": True, "2": True, "3": False}
+    assert {r.qid for r in result.clean().rows} == {"3"}
+    assert "(1 of 3 questions)" in result.clean_line()

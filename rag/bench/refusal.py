@@ -16,6 +16,13 @@ Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
 ``--dump FILE`` writes one JSON line per question with every answerability feature (what
 ``rag.bench.fit_answerability`` fits on; only train sets may be fit on).
+
+Removing a question's own passages does not always remove its answer: RGB-zh asks several
+questions about one event, and another question's passage may say the answer too. For sets whose
+questions carry reference answers (RGB-zh, CMRC) each question records whether a reference answer
+string still occurs in a passage its *removed* condition leaves searchable (``Row.answer_left``),
+and a second line counts only the questions where none does: those are unanswerable for certain
+(up to paraphrase), so that line is the cleaner refusal figure.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rag.bench import hard_negatives
@@ -33,7 +40,7 @@ from rag.bench.answer_reader import fold_of
 from rag.bench.beir import bench_home, dataset_name, default_kb_name, ingest_beir
 from rag.config import Settings
 from rag.errors import DatasetError
-from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
+from rag.eval.beir import beir_doc_name, iter_corpus, iter_queries, load_beir
 from rag.eval.datasets import resolve_dataset
 from rag.eval.metrics import latency_summary
 from rag.retrieval.pipeline import retrieve
@@ -88,6 +95,9 @@ class Row:
     features: dict[str, float]
     absent_terms: list[str]
     ms: float
+    answer_left: bool | None = (
+        None  # a reference answer is in a passage the removed condition searches (None: no answers)
+    )
 
     @property
     def answerable(self) -> bool:
@@ -114,6 +124,25 @@ class SetResult:
             f"answerable refused {b}/{m} ({_share(b, m)})"
         )
 
+    def clean(self) -> SetResult:
+        """The questions whose removed condition leaves no passage holding a reference answer."""
+        gone = {r.qid for r in self.rows if r.condition == "removed" and r.answer_left is False}
+        return SetResult(self.name, [r for r in self.rows if r.qid in gone])
+
+    def clean_line(self) -> str:
+        """:meth:`line` on :meth:`clean`, with how many questions it keeps; '' for a set without
+        reference answers."""
+        removed = self.split("removed")
+        if not removed or any(r.answer_left is None for r in removed):
+            return ""
+        clean = self.clean()
+        a, n = clean.refused("removed")
+        b, m = clean.refused("as_is")
+        return (
+            f"refusal {self.name}, answer in no passage left ({n} of {len(removed)} questions): "
+            f"unanswerable refused {a}/{n} ({_share(a, n)}) · answerable refused {b}/{m} ({_share(b, m)})"
+        )
+
     def curve(self, thresholds=CURVE) -> list[tuple[float, float, float]]:
         """(threshold, unanswerable refused, answerable refused) had the threshold been t
         (on the final attempt's P(answerable); a wider retry it would have caused is not replayed)."""
@@ -138,6 +167,25 @@ def questions(folder: Path, split: str) -> Iterator[tuple[str, str, set[str]]]:
         positives = {beir_doc_name(d) for d, g in data.qrels[qid].items() if g > 0}
         if positives:
             yield qid, data.queries[qid], positives
+
+
+def reference_answers(folder: Path) -> dict[str, list[str]]:
+    """Query id -> its reference answer strings (``metadata.answers`` as CMRC has them, or
+    ``metadata.answer`` as RGB-zh does, where an item may itself be a list of spellings); empty
+    for a set without them (SciFact)."""
+    out: dict[str, list[str]] = {}
+    for qid, _text, meta in iter_queries(folder):
+        raw = meta.get("answers", meta.get("answer")) or []
+        flat = [a for item in raw for a in (item if isinstance(item, list) else [item])]
+        strings = [str(a).strip() for a in flat if str(a).strip()]
+        if strings:
+            out[qid] = strings
+    return out
+
+
+def answer_left(answers: list[str], searched: set[str], texts: dict[str, str]) -> bool:
+    """Whether any of ``answers`` occurs in the text of a searched document."""
+    return any(a in texts[name] for name in searched if name in texts for a in answers)
 
 
 def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: Settings, filters) -> Row:
@@ -168,7 +216,9 @@ def run_set(
     ``folds``, only the questions of those folds (``answer_reader.fold_of``)."""
     folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
-    kb, filters = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
+    kb, filters, corpus = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
+    answers = reference_answers(folder)
+    texts = {beir_doc_name(d): f"{doc.title}\n{doc.text}" for d, doc in iter_corpus(corpus)} if answers else {}
     result = SetResult(rs.name)
     asked = 0
     for qid, question, positives in questions(folder, rs.split):  # ``limit`` counts the questions asked
@@ -179,8 +229,9 @@ def run_set(
             question = _paraphrase(qid, question)
             if question is None:
                 continue
-        result.rows.append(ask(kb, rs, qid, question, "as_is", home, pair[0]))
-        result.rows.append(ask(kb, rs, qid, question, "removed", home, pair[1]))
+        left = answer_left(answers[qid], pair[1]["doc_ids"], texts) if answers and qid in answers else None
+        result.rows.append(replace(ask(kb, rs, qid, question, "as_is", home, pair[0]), answer_left=left))
+        result.rows.append(replace(ask(kb, rs, qid, question, "removed", home, pair[1]), answer_left=left))
         asked += 1
         if asked % 100 == 0:
             out(f"  {asked} questions")
@@ -197,8 +248,8 @@ def _paraphrase(qid: str, question: str) -> str | None:
     return paraphrase(question, random.Random(zlib.crc32(qid.encode("utf-8"))))
 
 
-# Each set's knowledge base, and per question (id, own passages) its two filters: (as is,
-# removed), or None to skip the question.
+# Each set's knowledge base, per question (id, own passages) its two filters (as is, removed) or
+# None to skip the question, and the BEIR folder of the corpus the knowledge base holds.
 
 
 def _plain_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
@@ -206,7 +257,7 @@ def _plain_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
     out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
     kb = ingest_beir(folder, home, default_kb_name(folder), out)
     names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
-    return kb, lambda qid, positives: (None, {"doc_ids": names - positives})
+    return kb, lambda qid, positives: (None, {"doc_ids": names - positives}), folder
 
 
 def _hard_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
@@ -223,11 +274,13 @@ def _hard_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
             return None
         return {"doc_ids": originals}, {"doc_ids": originals - positives | {beir_doc_name(hard.gutted[qid])}}
 
-    return kb, filters
+    return kb, filters, hard.folder
 
 
 def print_result(result: SetResult, out: Out = print) -> None:
     out(result.line())
+    if clean := result.clean_line():
+        out(clean)
     out("  trade-off as the answerability threshold moves (share refused: unanswerable · answerable):")
     out("  " + "  ".join(f"{t:.1f}: {u:.2f}·{a:.2f}" for t, u, a in result.curve()))
     for cond in ("as_is", "removed"):
