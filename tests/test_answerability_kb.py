@@ -8,6 +8,7 @@ import pytest
 
 from rag.config import Settings
 from rag.ingest.pipeline import UploadItem
+from rag.retrieval.fallback import REFUSAL_TEXT, REFUSAL_TEXT_ZH, clarify_message, refusal_text
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import FallbackAction
 
@@ -60,7 +61,22 @@ def test_chinese_question_whose_answer_was_removed_is_refused_naming_the_missing
     a = t.answerability
     assert t.fallback.action is FallbackAction.REJECT, t.fallback.reason
     assert not a.answerable and "带薪" in a.absent_terms
-    assert t.fallback.message.startswith("The documents don't mention") and "'带薪'" in t.fallback.message
+    assert (
+        t.fallback.message.startswith("文档中没有提到") and "“带薪”" in t.fallback.message
+    )  # in the question's language
+    assert t.fallback.message.endswith(REFUSAL_TEXT_ZH)
+
+
+def test_a_chinese_refusal_and_question_back_are_worded_in_chinese_and_a_japanese_one_in_english(zh_kb):
+    """The wording follows the question: Chinese for a Chinese question; a Japanese question,
+    CJK too, gets the English wording rather than Chinese (real default thresholds)."""
+    t = retrieve(zh_kb, "员工体检费用可以报销多少？")
+    assert (
+        t.fallback.action is FallbackAction.REJECT and t.fallback.message == "文档中没有提到“体检”。" + REFUSAL_TEXT_ZH
+    )
+    assert clarify_message("这个呢？").startswith("能说得更具体一些吗？“这个呢？”")
+    assert clarify_message("それは？").startswith("Could you be more specific?")
+    assert refusal_text("従業員の健康診断は？") == REFUSAL_TEXT and refusal_text("体检？") == REFUSAL_TEXT_ZH
 
 
 def test_english_question_about_an_absent_term_is_refused(en_kb):

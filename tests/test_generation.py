@@ -11,6 +11,7 @@ from answer_helpers import INJECTION, REFUND, SHIPPING, make_evidence, minilm_em
 
 from rag.answer import (
     REFUSAL_TEXT,
+    REFUSAL_TEXT_ZH,
     Answer,
     EventKind,
     IssueCode,
@@ -98,6 +99,13 @@ def test_three_bad_drafts_end_in_refusal_when_no_evidence_sentence_answers(evide
     answer = answer_question("What is the boiling point of nitrogen on Mars?", evidence, SCRIPTED, embed, llm=llm)
     assert answer.refused and answer.text == REFUSAL_TEXT and answer.sentences == [] and answer.citations == []
     assert [r.attempt for r in answer.drafts_rejected] == [1, 2, 3] and len(llm.prompts) == 3
+
+
+def test_a_chinese_question_whose_drafts_all_fail_is_refused_in_chinese(evidence, embed):
+    llm = ScriptedLLM(list(BAD_DRAFTS))
+    answer = answer_question("火星上氮的沸点是多少？", evidence, SCRIPTED, embed, llm=llm)
+    assert answer.refused and answer.text == REFUSAL_TEXT_ZH and answer.citations == []
+    assert len(answer.drafts_rejected) == 3  # the same checks, only the wording follows the question
     assert "after 3 attempts" in answer.refusal_reason
     assert IssueCode.UNCITED in {w.code for w in answer.warnings}
 

@@ -22,12 +22,15 @@ from rag.answer.result import (
 from rag.answer.scripted import ScriptedLLM
 from rag.answer.spans import render_markdown
 from rag.answer.support import Embed, EvidenceIndex, SupportScore, score_support
-from rag.retrieval.fallback import REFUSAL_TEXT  # the one refusal text (weak evidence or failed validation)
+
+# the refusal text (weak evidence or failed validation), in the question's language
+from rag.retrieval.fallback import REFUSAL_TEXT, REFUSAL_TEXT_ZH, refusal_text
 
 __all__ = [
     "GENERATORS",
     "MAX_CORRECTIONS",
     "REFUSAL_TEXT",
+    "REFUSAL_TEXT_ZH",
     "Answer",
     "AnswerEvent",
     "AnswerSentence",
@@ -48,6 +51,7 @@ __all__ = [
     "answer_question",
     "make_generator",
     "parse_citations",
+    "refusal_text",
     "render_markdown",
     "score_support",
     "stream_answer",

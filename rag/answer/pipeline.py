@@ -33,7 +33,7 @@ from rag.answer.spans import citations_for
 from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
 from rag.limits import check_query
-from rag.retrieval.fallback import REFUSAL_TEXT  # the one refusal text (weak evidence or failed validation)
+from rag.retrieval.fallback import refusal_text  # the one refusal text (weak evidence or failed validation)
 from rag.retrieval.trace import Candidate, ModelLabel
 
 MAX_CORRECTIONS = 2  # retries after the first draft
@@ -99,7 +99,7 @@ def stream_answer(
     gen = generator or make_generator(settings, embed, llm)
     answer = Answer(
         question=question,
-        text=REFUSAL_TEXT,
+        text=refusal_text(question),
         generator=gen.label_for(question),
         support_threshold=settings.support_threshold,
     )
@@ -235,7 +235,7 @@ def _accept(answer: Answer, attempt: _Attempt, evidence: Sequence[Candidate]) ->
 
 
 def _refuse(answer: Answer, reason: str, issues: list[Issue]) -> Answer:
-    answer.text, answer.outcome, answer.refusal_reason = REFUSAL_TEXT, Outcome.REFUSAL, reason
+    answer.text, answer.outcome, answer.refusal_reason = refusal_text(answer.question), Outcome.REFUSAL, reason
     answer.sentences, answer.citations = [], []
     answer.warnings = [*answer.warnings, *issues]
     return answer

@@ -15,6 +15,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from rag.retrieval.answerability import is_chinese
 from rag.retrieval.rewrite import LLM_ERRORS, ask_json
 from rag.retrieval.trace import Answerability, FallbackAction, FallbackDecision
 from rag.store.tokenize import tokenize
@@ -25,6 +26,16 @@ REFUSAL_TEXT = (
     "I can't find enough support for this in the knowledge base, so I won't answer it. "
     "Try rephrasing, widening the filters, or adding the documents that cover it."
 )
+REFUSAL_TEXT_ZH = (
+    "知识库里没有足够的依据回答这个问题，所以不作回答。可以换个说法、放宽筛选条件，或添加涵盖这方面内容的文档。"
+)
+
+
+def refusal_text(question: str) -> str:
+    """The fixed refusal in the question's language (Chinese for a Chinese question, else English)."""
+    return REFUSAL_TEXT_ZH if is_chinese(question) else REFUSAL_TEXT
+
+
 _DEICTIC = re.compile(r"\b(it|this|that|these|those|they|them|he|she|there|above|same)\b|这个|那个|它|他们", re.I)
 MIN_CONTENT_TOKENS = 2  # fewer content words than this is too vague to search
 DEICTIC_CONTENT_TOKENS = 4  # a pronoun without a named subject and fewer content words than this
@@ -62,6 +73,12 @@ def vagueness(question: str) -> str:
 
 
 def clarify_message(question: str) -> str:
+    """The question back, in the question's language."""
+    if is_chinese(question):
+        return (
+            f"能说得更具体一些吗？“{question.strip()}”太短，很难准确匹配文档。"
+            "请说明想了解什么，涉及哪份文档、哪个产品或哪个时期。"
+        )
     return (
         f'Could you be more specific? "{question.strip()}" is too short to match the documents well. '
         "Say what you want to know, and about which document, product or period."
@@ -99,9 +116,13 @@ def decide_by_rules(ev: Evidence, policy: str = "auto") -> FallbackDecision:
 
 
 def refusal_message(ev: Evidence) -> str:
-    """The fixed refusal, led by what was missing when the answerability stage can say it."""
+    """The fixed refusal in the question's language, led by what was missing when the
+    answerability stage can say it."""
     missing = ev.answerability.missing if ev.answerability is not None else ""
-    return f"{missing} {REFUSAL_TEXT}" if missing else REFUSAL_TEXT
+    text = refusal_text(ev.question)
+    if not missing:
+        return text
+    return f"{missing}{text}" if is_chinese(ev.question) else f"{missing} {text}"
 
 
 def _decision(action: FallbackAction, reason: str, ev: Evidence, message: str = "", by: str = "rules"):

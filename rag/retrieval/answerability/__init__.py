@@ -31,7 +31,7 @@ from rag.retrieval.answerability.terms import (
 )
 from rag.retrieval.trace import Answerability
 
-__all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "script_of"]
+__all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "is_chinese", "script_of"]
 
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
@@ -41,6 +41,7 @@ EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
+_KIND_WORDS_ZH = {AnswerKind.DATE: "日期", AnswerKind.NUMBER: "数字", AnswerKind.PERSON: "人名"}
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,15 @@ def script_of(question: str) -> str:
     letters = [ch for ch in question if ch.isalpha()]
     cjk = sum(1 for ch in letters if CJK_LETTER.match(ch))
     return "cjk" if letters and cjk / len(letters) > 0.5 else "latin"
+
+
+_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
+
+
+def is_chinese(question: str) -> bool:
+    """A CJK question without kana or hangul: what a refusal is worded in Chinese for (a Japanese
+    or Korean question gets the English wording rather than Chinese)."""
+    return script_of(question) == "cjk" and not _KANA_HANGUL.search(question)
 
 
 @dataclass(frozen=True)
@@ -235,19 +245,34 @@ def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str
 
 
 def _missing(read: _Read, question: str) -> str:
-    """What the evidence lacks, in words a user can act on ('' when nothing specific)."""
+    """What the evidence lacks, in words a user can act on ('' when nothing specific), in Chinese
+    for a Chinese question (``is_chinese``)."""
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}
     named = [t for t in read.absent if t.lower() not in ENGLISH_STOP_WORDS | shaping]  # not "often", "long"
+    readings = [read.x[f] for f in read.readers]
+    zh = is_chinese(question)
     if named:
+        if zh:
+            return "文档中没有提到" + "、".join(f"“{t}”" for t in named[:4]) + "。"
         return "The documents don't mention " + ", ".join(f"'{t}'" for t in named[:4]) + "."
     if read.x["kind_missing"] and read.best_sentence:
+        if zh:
+            return f"问题问的是{_KIND_WORDS_ZH[read.kind]}，但最相关的段落里没有{_KIND_WORDS_ZH[read.kind]}。"
         return f"The closest passage gives no {_KIND_WORDS[read.kind][2:]} where the question asks for {_KIND_WORDS[read.kind]}."
     if len(read.unheld) == 1:  # in the documents, but not where the rest of the question is
-        return f"The closest passage doesn't mention '{read.unheld[0]}'."
+        return (
+            f"最相关的段落没有提到“{read.unheld[0]}”。"
+            if zh
+            else f"The closest passage doesn't mention '{read.unheld[0]}'."
+        )
     if read.unheld:
+        if zh:
+            quoted = [f"“{t}”" for t in read.unheld[:3]]
+            return f"没有哪个段落同时提到{'、'.join(quoted[:-1])}和{quoted[-1]}。"
         return "No passage says anything about " + " together with ".join(f"'{t}'" for t in read.unheld[:3]) + "."
-    readings = [read.x[f] for f in read.readers]
     if readings and max(readings) < READERS_NO:  # every term is there, the answer is not
+        if zh:
+            return "最相关的段落与这个话题有关，但答案阅读器在其中找不到回答这个问题的句子。"
         return (
             "The closest passages are on this topic, but the answer readers find no sentence in them that answers it."
         )
