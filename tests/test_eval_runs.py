@@ -300,3 +300,36 @@ def test_cli_eval_errors_exit_2_without_traceback(tmp_path, lines, args, message
     out = _cli(tmp_path / "home", "eval", "run", str(bad), "--kb", "demo", *args)
     assert out.returncode == 2, out.stdout + out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_false_refusal_counts_whether_the_closest_passages_showed_the_answer(make_kb):
+    """On a real KB at the shipped thresholds: the question names a word the documents never use
+    ('sabbatical'), so it is refused though the leave document answers it (a false refusal by
+    this gold item); Chat's closest passages still show that document, and the run says so."""
+    kb = make_kb("leave-words")
+    assert kb.ingest_file("leave.md", b"# Leave\n\nFull-time employees get 25 days of paid annual leave a year.\n").ok
+    assert kb.ingest_file("parking.md", DOCS["parking.md"].encode()).ok
+    item = {
+        "id": "sabbatical",
+        "question": "How many days of paid sabbatical do full-time employees get?",
+        "relevant": [{"doc": "leave.md", "quote": "25 days of paid annual leave", "grade": 2}],
+    }
+    run = run_goldset(kb, parse_goldset([json.dumps(item)], name="own-words"))
+    (q,) = run.questions
+    assert q.refused and q.presented == [] and q.on_screen[0] == _chunk(kb, "leave.md").id
+    assert q.gold_on_screen is True
+    r = run.summary["refusal"]
+    assert (r["false_refusals"], r["false_refusals_labelled"], r["false_refusals_gold_on_screen"]) == (1, 1, 1)
+    assert "false refusals that still showed a relevant passage 1/1" in run_text(run)
+
+
+def test_false_refusals_on_screen_count_on_hand_built_results():
+    from rag.eval.runs.summary import summarize
+
+    def result(qid: str, refused: bool, shown: bool | None, should_refuse: bool = False) -> QuestionResult:
+        return QuestionResult(qid, qid, should_refuse=should_refuse, refused=refused, gold_on_screen=shown)
+
+    qs = [result("a", True, True), result("b", True, False), result("c", True, None), result("d", False, True)]
+    qs.append(result("e", True, None, should_refuse=True))
+    r = summarize(qs)["refusal"]
+    assert (r["false_refusals"], r["false_refusals_labelled"], r["false_refusals_gold_on_screen"]) == (3, 2, 1)

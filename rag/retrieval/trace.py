@@ -16,6 +16,8 @@ from typing import Any
 from rag.records import ModelLabel
 from rag.stages import current_timings
 
+CLOSEST_PASSAGES = 3  # reranked passages shown under a refusal (Chat) and counted by eval
+
 
 class Dropped(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     """Why a candidate is not in the final evidence."""
@@ -151,6 +153,19 @@ class Trace:
     def evidence(self) -> list[Candidate]:
         """Kept candidates in final order."""
         return sorted((c for c in self.candidates if c.kept), key=lambda c: c.final_rank or 0)
+
+    def closest(self, k: int = CLOSEST_PASSAGES) -> list[Candidate]:
+        """The best ``k`` reranked candidates when no evidence was kept (a refusal or a question
+        back at the retrieval stage): what Chat shows under the refusal, for the user to judge
+        it by. Empty when there is evidence (that is what is shown) or nothing was reranked."""
+        if self.evidence():
+            return []
+        ranked = sorted((c for c in self.candidates if c.rerank_rank is not None), key=lambda c: c.rerank_rank)
+        return ranked[:k]
+
+    def on_screen(self) -> list[Candidate]:
+        """The passages a user sees for this question: the evidence, or else :meth:`closest`."""
+        return self.evidence() or self.closest()
 
     def by_id(self) -> dict[str, Candidate]:
         return {c.chunk_id: c for c in self.candidates}

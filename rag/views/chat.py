@@ -15,7 +15,7 @@ from rag.answer import Answer, AnswerEvent, Citation, EventKind
 from rag.answer.citations import CITATION_RE
 from rag.answer.result import IssueCode
 from rag.retrieval.rerankers.simple import NoReranker
-from rag.retrieval.trace import Candidate, FallbackAction
+from rag.retrieval.trace import CLOSEST_PASSAGES, Candidate, FallbackAction
 from rag.views.highlight import Span, breadcrumb, excerpt_html, md_escape
 from rag.views.ledger import preview
 
@@ -177,17 +177,10 @@ def turn_notes(trace, answer: Answer) -> list[str]:
     return [note for note in (unscored_note(trace), fallback_note(answer)) if note]
 
 
-CLOSEST_PASSAGES = 3  # shown under a refusal: what the search found closest
-
-
 def closest_passages(trace, k: int = CLOSEST_PASSAGES) -> list[Candidate]:
-    """The best ``k`` reranked candidates of a turn that kept no evidence (a refusal or a question
-    back): what the search found closest, for the user to judge the refusal by. Empty when the
-    turn has evidence (the cards show it) or nothing was reranked."""
-    if trace is None or trace.evidence():
-        return []
-    ranked = sorted((c for c in trace.candidates if c.rerank_rank is not None), key=lambda c: c.rerank_rank)
-    return ranked[:k]
+    """What the search found closest for a turn that kept no evidence (``Trace.closest``); empty
+    for a turn with evidence, or without a trace."""
+    return trace.closest(k) if trace is not None else []
 
 
 def closest_markdown(trace, k: int = CLOSEST_PASSAGES) -> str:

@@ -51,6 +51,10 @@ class QuestionResult:
     chunks: dict[str, list[str]] = field(default_factory=dict)  # stage -> ranked chunk ids
     docs: dict[str, list[str]] = field(default_factory=dict)  # stage -> ranked document names
     presented: list[str] = field(default_factory=list)  # evidence chunk ids in the generator's order
+    on_screen: list[str] = field(
+        default_factory=list
+    )  # chunk ids the user sees: the evidence, or the closest under a refusal
+    gold_on_screen: bool | None = None  # a relevant passage is among them (None: to refuse, or no labels)
     relevant_chunks: dict[str, int] = field(default_factory=dict)  # chunk id -> grade
     relevant_docs: dict[str, int] = field(default_factory=dict)  # document name -> grade
     hard_negatives_in_evidence: list[str] = field(default_factory=list)  # chunk ids

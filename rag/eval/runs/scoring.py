@@ -77,12 +77,14 @@ def score_question(
         chunks={stage: [c.chunk_id for c in cands] for stage, cands in stages.items()},
         docs={stage: _doc_order(cands, labels) for stage, cands in stages.items()},
         presented=[c.chunk_id for c in trace.evidence()],
+        on_screen=[c.chunk_id for c in trace.on_screen()],
         relevant_chunks=labels.relevant_chunks(item),
         relevant_docs=labels.relevant_docs(item),
         hard_negatives_in_evidence=labels.hard_negatives_in(item, stages["evidence"]),
         latency_ms=dict(trace.timings_ms),
     )
     result.metrics = stage_metrics(result, ks)
+    result.gold_on_screen = gold_on_screen(trace.on_screen(), result, labels)
     if answer is not None:
         _add_answer(result, item, answer)
     return result
@@ -124,3 +126,16 @@ def reference_contained(text: str, item: GoldItem) -> bool:
         parts = [a if isinstance(a, list) else [a] for a in answers]
         return all(any(contains_answer(text, str(alt)) for alt in part) for part in parts)
     return contains_answer(text, item.reference_answer)
+
+
+def gold_on_screen(shown: Sequence[Candidate], result: QuestionResult, labels: Labels) -> bool | None:
+    """Whether a relevant passage is among those the user sees (chunk labels when the item has
+    them, else its documents); None for a question to refuse or without labels. Under a false
+    refusal it says whether the answer was still put in front of the user (Chat's closest passages)."""
+    if result.should_refuse:
+        return None
+    if result.relevant_chunks:
+        return any(c.chunk_id in result.relevant_chunks for c in shown)
+    if result.relevant_docs:
+        return any(labels.doc_name(c) in result.relevant_docs for c in shown)
+    return None

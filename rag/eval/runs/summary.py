@@ -34,7 +34,7 @@ def summarize(questions: Sequence[QuestionResult]) -> dict[str, Any]:
         "answerable": len(answerable),
         "should_refuse": len(ok) - len(answerable),
         "retrieval": retrieval_summary(answerable),
-        "refusal": refusal_stats((q.should_refuse, q.refused) for q in ok).as_dict(),
+        "refusal": refusal_stats((q.should_refuse, q.refused) for q in ok).as_dict() | false_refusals_shown(answerable),
         "citations": citation_summary(ok),
         "answers": answer_summary(answerable),
         "answer_quality": quality_summary(ok),
@@ -58,6 +58,16 @@ def retrieval_summary(questions: Sequence[QuestionResult]) -> dict[str, dict[str
             figures["n"] = len(scored)
             out[level][stage] = figures
     return out
+
+
+def false_refusals_shown(answerable: Sequence[QuestionResult]) -> dict[str, int]:
+    """Of the false refusals with labels, how many still showed a relevant passage (the closest
+    passages under the refusal, or the evidence when the answer stage refused)."""
+    judged = [q for q in answerable if q.refused and q.gold_on_screen is not None]
+    return {
+        "false_refusals_labelled": len(judged),
+        "false_refusals_gold_on_screen": sum(1 for q in judged if q.gold_on_screen),
+    }
 
 
 def citation_summary(questions: Sequence[QuestionResult]) -> dict[str, Any]:

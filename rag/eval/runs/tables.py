@@ -60,6 +60,12 @@ def refusal_line(run: EvalRun) -> str:
         f"{r.get('correct_refusals', 0)}/{r.get('should_refuse', 0)} · false refusals "
         f"{r.get('false_refusals', 0)}/{r.get('total', 0) - r.get('should_refuse', 0)} · answered when it "
         f"should refuse {r.get('answered_when_should_refuse', 0)}"
+        + (
+            f" · false refusals that still showed a relevant passage {r['false_refusals_gold_on_screen']}/"
+            f"{r['false_refusals_labelled']}"
+            if r.get("false_refusals_labelled")
+            else ""
+        )
     )
 
 
