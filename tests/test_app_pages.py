@@ -261,6 +261,8 @@ def test_evaluation_runs_two_configurations_and_compares(app_kb):
     assert set(frame(at, "outcome")["id"]) == {"leave", "mongolia"}
     per_q = at.dataframe(key="eval_questions").value
     assert per_q.set_index("id").loc["mongolia", "refusal_ok"]
+    assert "gold on screen" in per_q.columns  # filled for false refusals only
+    assert per_q.set_index("id").loc["mongolia", "gold on screen"] is None
     charts = [c.key for c in at.get("plotly_chart")]
     assert len(at.get("download_button")) == 4 and len(charts) == 3  # metrics + a refusal trade-off per run
     assert charts[0] == "eval_chart" and all(k.startswith("tradeoff_") for k in charts[1:])

@@ -78,6 +78,7 @@ def question_frame(run: EvalRun, level: str, metric: str = "ndcg@10") -> pd.Data
             "kind": q.kind,
             "should_refuse": q.should_refuse,
             "refusal_ok": q.refusal_correct if not q.error else None,
+            "gold on screen": q.gold_on_screen if q.refused and not q.should_refuse else None,  # a false refusal
             "fallback": q.fallback,
             "best_score": q.best_score,
             **{f"{metric} {s}": q.metric(metric, s, level) for s in STAGES},
