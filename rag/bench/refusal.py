@@ -95,9 +95,8 @@ class Row:
     features: dict[str, float]
     absent_terms: list[str]
     ms: float
-    answer_left: bool | None = (
-        None  # a reference answer is in a passage the removed condition searches (None: no answers)
-    )
+    # a reference answer is in a passage the removed condition searches (None: the set has no answers)
+    answer_left: bool | None = None
 
     @property
     def answerable(self) -> bool:
