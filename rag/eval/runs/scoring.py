@@ -60,6 +60,7 @@ def score_question(
 ) -> QuestionResult:
     """A ``QuestionResult`` for an anchored gold item, its trace and (when answers ran) the answer."""
     stages = stage_candidates(trace)
+    shown = trace.on_screen()
     fb = trace.fallback
     refused = answer.refused if answer is not None else bool(fb and fb.action in NOT_ANSWERED)
     result = QuestionResult(
@@ -77,14 +78,14 @@ def score_question(
         chunks={stage: [c.chunk_id for c in cands] for stage, cands in stages.items()},
         docs={stage: _doc_order(cands, labels) for stage, cands in stages.items()},
         presented=[c.chunk_id for c in trace.evidence()],
-        on_screen=[c.chunk_id for c in trace.on_screen()],
+        on_screen=[c.chunk_id for c in shown],
         relevant_chunks=labels.relevant_chunks(item),
         relevant_docs=labels.relevant_docs(item),
         hard_negatives_in_evidence=labels.hard_negatives_in(item, stages["evidence"]),
         latency_ms=dict(trace.timings_ms),
     )
     result.metrics = stage_metrics(result, ks)
-    result.gold_on_screen = gold_on_screen(trace.on_screen(), result, labels)
+    result.gold_on_screen = gold_on_screen(shown, result, labels)
     if answer is not None:
         _add_answer(result, item, answer)
     return result
