@@ -86,6 +86,11 @@ class Settings:
         True,
         "Chinese questions: the extractive answer's sentence is chosen with the sentence reader (e5) beside term coverage.",
     )
+    reader_precision: str = _f(
+        "auto",
+        "The Chinese readers' arithmetic: auto (bfloat16 where the CPU multiplies it natively, else float32) "
+        "| float32 | bfloat16. Read when the readers load.",
+    )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
     rewrite: str = _f("rules", "Query rewrite: off | rules | llm.")
     hyde: bool = _f(False, "Add a hypothetical answer as a second dense query (needs an LLM).")
@@ -130,6 +135,11 @@ class Settings:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")
         if self.llm_max_tokens < 0:
             raise ConfigError(f"llm_max_tokens must be 0 (backend default) or more, got {self.llm_max_tokens}.")
+        if self.reader_precision not in {"auto", "float32", "bfloat16"}:
+            raise ConfigError(
+                f"Unknown reader precision '{self.reader_precision}'.",
+                fix="Set RAG_READER_PRECISION to auto, float32 or bfloat16.",
+            )
         if self.fallback not in {"auto", "retry_wider", "clarify", "reject"}:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
         if self.rewrite not in {"off", "rules", "llm"}:

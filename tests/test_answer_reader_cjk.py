@@ -131,7 +131,7 @@ def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch
     built = []
 
     class Counted:
-        def __init__(self) -> None:
+        def __init__(self, precision: str) -> None:
             time.sleep(0.3)  # a load takes a while: the question arrives during it
             built.append(self)
 

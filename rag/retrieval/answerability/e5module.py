@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -54,3 +57,52 @@ class E5Encoder(nn.Module):
         for layer in self.layers[start:stop]:
             x = layer(x, keep)
         return x
+
+
+PRECISIONS = ("auto", "float32", "bfloat16")
+
+
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AMX tiles or AVX512-BF16)."""
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How the fine-tuned readers multiply: ``float32``, or ``bfloat16`` linear layers under CPU
+    autocast. With bf16 only the matrix products round to bf16; the embeddings, the residual
+    stream and the LayerNorms stay float32, so readings move by thousandths (docs/BENCHMARKS.md,
+    "Reader precision"). ``auto`` takes bf16 where the CPU multiplies it natively, where it is
+    the faster one, and float32 elsewhere."""
+
+    dtype: torch.dtype
+
+    @classmethod
+    def choose(cls, setting: str = "auto") -> Precision:
+        if setting not in PRECISIONS:
+            raise ValueError(f"reader precision must be one of {', '.join(PRECISIONS)}, got {setting!r}")
+        bf16 = setting == "bfloat16" or (setting == "auto" and native_bf16())
+        return cls(torch.bfloat16 if bf16 else torch.float32)
+
+    @property
+    def tag(self) -> str:
+        """What labels say: ``bf16`` or ``fp32``."""
+        return "bf16" if self.dtype is torch.bfloat16 else "fp32"
+
+    def prepare(self, *modules: nn.Module) -> None:
+        """Store the linear layers of ``modules`` in this precision (idempotent)."""
+        for module in modules:
+            for sub in module.modules():
+                if isinstance(sub, nn.Linear):
+                    sub.to(self.dtype)
+
+    def context(self):
+        """Where forwards run: bf16 autocast, or nothing for float32."""
+        if self.dtype is torch.bfloat16:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def labelled(self, label: str) -> str:
+        """A model label that says the precision when it is not float32's."""
+        return label if self.dtype is torch.float32 else f"{label} ({self.tag})"

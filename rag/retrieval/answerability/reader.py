@@ -82,13 +82,17 @@ def reader_ids(tok, question: str, window: str, heading: str = "") -> list[int]:
 
 
 class AnswerReader:
-    """The fine-tuned reader (thread-safe: one forward at a time)."""
+    """The fine-tuned reader (thread-safe: one forward at a time), in ``precision`` (``auto``:
+    bfloat16 where the CPU multiplies it natively, see ``e5module.Precision``)."""
 
-    label = READER_MODEL
+    def __init__(self, path: Path = READER_FILE, precision: str = "auto") -> None:
+        from rag.retrieval.answerability.e5module import Precision
 
-    def __init__(self, path: Path = READER_FILE) -> None:
         self.tok, self.encoder, self.head = untrained()
         load_fine_tuned(self.encoder, self.head, path)
+        self.precision = Precision.choose(precision)
+        self.precision.prepare(self.encoder, self.head)
+        self.label = self.precision.labelled(READER_MODEL)
         self._lock = threading.Lock()
 
     def probabilities(self, question: str, windows: Sequence[str], headings: Sequence[str] = ()) -> list[float]:
@@ -99,9 +103,9 @@ class AnswerReader:
             return []
         heads = list(headings) or [""] * len(windows)
         ids = [reader_ids(self.tok, question, w, h) for w, h in zip(windows, heads, strict=True)]
-        with self._lock, torch.inference_mode():
+        with self._lock, torch.inference_mode(), self.precision.context():
             logits = score_batch(self.encoder, self.head, ids)
-        return [float(p) for p in torch.sigmoid(logits)]
+        return [float(p) for p in torch.sigmoid(logits.float())]
 
 
 def untrained():
@@ -199,12 +203,19 @@ def warm_up() -> threading.Thread:
     return _SHIPPED.warm_up()
 
 
+def reader_precision() -> str:
+    """The readers' precision setting (``RAG_READER_PRECISION``), read when they load."""
+    from rag.config import Settings
+
+    return Settings.from_env().reader_precision
+
+
 def _load_shipped() -> AnswerReader | None:
     if not READER_FILE.exists():
         log.warning("answer reader weights %s missing: the reader feature is not computed", READER_FILE)
         return None
     try:
-        return AnswerReader()
+        return AnswerReader(precision=reader_precision())
     except ImportError as exc:
         log.warning("answer reader unavailable (%s): the reader feature is not computed", exc)
         return None

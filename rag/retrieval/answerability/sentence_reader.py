@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rag.retrieval.answerability.numerals import canonical
 from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
-from rag.retrieval.answerability.reader import LoadOnce, padded, shipped_reader, untrained
+from rag.retrieval.answerability.reader import LoadOnce, padded, reader_precision, shipped_reader, untrained
 
 log = logging.getLogger(__name__)
 
@@ -93,24 +93,27 @@ class SentenceReader:
     and lower layers of the answer reader's encoder when that one is loaded (``base``), and keeps
     its own copy of the top layers only: one e5 base in memory for both readers."""
 
-    label = SENTENCE_READER_MODEL
-
-    def __init__(self, path: Path = SENTENCE_READER_FILE, base=None) -> None:
+    def __init__(self, path: Path = SENTENCE_READER_FILE, base=None, precision: str = "auto") -> None:
         import copy
 
         import torch
 
+        from rag.retrieval.answerability.e5module import Precision
+
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if base is None or BASE_TUNED > saved["train_layers"]:  # its tuned layers reach below ours
             self.tok, self.encoder, _ = untrained()
-        else:
-            self.tok, self.encoder = base.tok, base.encoder
+            self.precision = Precision.choose(precision)
+        else:  # the base's layers are stored in its precision already
+            self.tok, self.encoder, self.precision = base.tok, base.encoder, base.precision
         self.cut = len(self.encoder.layers) - saved["train_layers"]
         self.top = copy.deepcopy(self.encoder.layers[self.cut :])
         self.top.load_state_dict({k: v.float() for k, v in saved["layers"].items()})
         self.head, self.null_head = untrained_heads(self.encoder.word.weight.shape[1])
         self.head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
         self.null_head.load_state_dict({k: v.float() for k, v in saved["null_head"].items()})
+        self.precision.prepare(self.encoder, self.top, self.head, self.null_head)
+        self.label = self.precision.labelled(SENTENCE_READER_MODEL)
         self._lock = threading.Lock()
 
     def hidden(self, ids: list[list[int]]):
@@ -150,11 +153,11 @@ class SentenceReader:
         some: list[float] = []
         if not parts:
             return out, some
-        with self._lock, torch.inference_mode():
+        with self._lock, torch.inference_mode(), self.precision.context():
             hidden = self.hidden([enc.ids for _, _, enc in parts])
             for j, (k, first, enc) in enumerate(parts):
                 null, logits = sentence_logits(hidden[j], enc, self.head, self.null_head)
-                p = torch.softmax(torch.cat([null[None], logits]), 0)
+                p = torch.softmax(torch.cat([null[None], logits]).float(), 0)
                 some.append(float(1.0 - p[0]))
                 for i, q in enumerate(p[1:]):
                     out[k][first + i] = float(q)
@@ -188,7 +191,7 @@ def _load() -> SentenceReader | None:
         log.warning("sentence reader weights %s missing: sentences are chosen by term coverage", SENTENCE_READER_FILE)
         return None
     try:
-        return SentenceReader(base=shipped_reader())  # shares its e5 base when it is there
+        return SentenceReader(base=shipped_reader(), precision=reader_precision())  # shares its e5 base when there
     except ImportError as exc:
         log.warning("sentence reader unavailable (%s): sentences are chosen by term coverage", exc)
         return None
