@@ -1,4 +1,4 @@
-"""`python -m rag bench {ingest,beir,query,refusal,citations,pages,parse}`: benchmarks that print figures (rag.bench)."""
+"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,pages,parse}`: benchmarks that print figures (rag.bench)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ def add_parsers(sub) -> None:
     b.add_argument("path", help="a folder of documents, a BEIR corpus.jsonl, or a dataset name in RAG_BENCH_DATA")
     b.add_argument("--limit", type=int, default=0, help="only the first N documents")
     b.set_defaults(func=_bench_ingest)
+    from rag.bench.ask_latency import add_ask_parser
     from rag.bench.beir import add_beir_parser
     from rag.bench.citations import add_citations_parser
     from rag.bench.latency import add_query_parser
@@ -17,6 +18,7 @@ def add_parsers(sub) -> None:
 
     add_beir_parser(bsub)
     add_query_parser(bsub)
+    add_ask_parser(bsub)
     add_refusal_parser(bsub)
     add_citations_parser(bsub)
     p = bsub.add_parser("pages", help="time from navigation to a rendered page, in Chromium (warm models)")
