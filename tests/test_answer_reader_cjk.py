@@ -146,3 +146,26 @@ def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch
         assert len(built) == 1 and asked is built[0] and reader_mod.shipped_reader() is asked
     finally:
         reader_mod.forget_shipped_reader()
+
+
+@pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
+def test_the_window_reader_reads_the_best_chunk_only():
+    """One window, the best reranked chunk's (``READ_CHUNKS``): a lower chunk that holds the
+    answer does not lift the reading, as in the training dumps the ``cjk/reader`` model was fit on."""
+    from rag.retrieval.answerability import READ_CHUNKS, features
+
+    q = "一线城市出差住宿费每晚上限是多少？"
+    best = EvidenceChunk(
+        "员工在一线城市出差，应优先选择公司协议酒店，并在出差结束后五个工作日内提交报销单。", 0.9, 1, 1
+    )
+    lower = EvidenceChunk("员工在一线城市出差，住宿费每晚上限为八百元；二线城市每晚上限为五百元。", 0.8, 2, 2)
+    reader = reader_mod.shipped_reader()
+    stats = TermStats(2, {})
+    read = features(q, [best, lower], stats, reader=reader)
+    alone = features(q, [best], stats, reader=reader)
+    swapped = features(q, [lower, best], stats, reader=reader)
+    assert READ_CHUNKS == 1
+    assert read.reader_window == focus(q, best.text) and read.x["reader"] == pytest.approx(alone.x["reader"], abs=1e-6)
+    assert (
+        swapped.reader_window == focus(q, lower.text) and swapped.x["reader"] > read.x["reader"]
+    )  # it can read an answer

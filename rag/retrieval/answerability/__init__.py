@@ -38,6 +38,7 @@ _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
+READ_CHUNKS = 1  # the readers read the best reranked chunk (the window reader: its focus window)
 
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
@@ -140,9 +141,11 @@ def features(
 
 
 def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, str]:
-    """The reader's best probability over one window per top chunk, and that window."""
-    windows = [focus(question, c.text, c.heading) for c in top]
-    probs = reader.probabilities(question, windows, [c.heading for c in top])
+    """The reader's probability for the best chunk's window, and that window. One window, not
+    one per top chunk: on CMRC trial folds 3-4 the model separates as well with it, and it costs
+    a third (docs/BENCHMARKS.md, "Reader precision and the cost of a Chinese question")."""
+    windows = [focus(question, c.text, c.heading) for c in top[:READ_CHUNKS]]
+    probs = reader.probabilities(question, windows, [c.heading for c in top[:READ_CHUNKS]])
     if not probs:
         return 0.0, ""
     i = max(range(len(probs)), key=probs.__getitem__)

@@ -32,7 +32,7 @@ FEATURES: dict[str, str] = {
     "cover_sentence": "share of the question's term weight held by the best single evidence sentence",
     "kind_missing": "the question asks for a date / number / name and the best sentence holds none",
     "agree": "the best chunk is in the top 5 of both retrievers (dense or e5, and BM25)",
-    "reader": "the answer reader's probability that the best window of the top 3 chunks holds the answer (CJK)",
+    "reader": "the answer reader's probability that the best chunk's focus window holds the answer (CJK)",
     "reader_sentence": "the sentence reader's P(some sentence holds the answer) for the best chunk, read whole (CJK)",
 }
 
