@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from rag.ask import TraceReady, TurnDone, stream_ask
 from rag.bench.beir import bench_home, default_kb_name, ingest_beir
-from rag.bench.refusal import SETS, questions, set_folder
+from rag.bench.refusal import SETS, check_sets, questions, set_folder
 from rag.config import Settings
 from rag.errors import DatasetError
 from rag.eval.metrics import latency_summary
@@ -131,9 +131,7 @@ def add_ask_parser(bsub) -> None:
 
 
 def main(args) -> int:
-    unknown = [s for s in args.sets if s not in ASK_SETS]
-    if unknown:
-        raise DatasetError(f"Unknown set(s) {unknown}.", fix=f"Use any of: {', '.join(ASK_SETS)}.")
+    check_sets(args.sets, ASK_SETS)
     settings = Settings.from_env()
     print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
     results = []

@@ -314,10 +314,15 @@ def add_refusal_parser(bsub) -> None:
     p.set_defaults(func=main)
 
 
-def main(args) -> int:
-    unknown = [s for s in args.sets if s not in SETS]
+def check_sets(names: list[str], known) -> None:
+    """A clear error, naming the sets to use, for any of ``names`` not in ``known``."""
+    unknown = [s for s in names if s not in known]
     if unknown:
-        raise DatasetError(f"Unknown refusal set(s) {unknown}.", fix=f"Use any of: {', '.join(SETS)}.")
+        raise DatasetError(f"Unknown set(s) {unknown}.", fix=f"Use any of: {', '.join(known)}.")
+
+
+def main(args) -> int:
+    check_sets(args.sets, SETS)
     settings = Settings.from_env()
     if args.fallback:
         settings = settings.replace(fallback=args.fallback)
