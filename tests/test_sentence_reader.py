@@ -156,11 +156,13 @@ def test_the_label_names_the_sentence_reader_only_for_chinese_questions(monkeypa
 def test_sharing_the_answer_readers_e5_base_reads_the_same():
     """The shipped sentence reader runs the answer reader's lower layers (one e5 base in memory);
     a reader with its own base gives the same probabilities."""
+    from rag.retrieval.answerability.reader import reader_precision
+
     question, text, _ = UNTITLED[1]
     sents = [seg.text for seg in EvidenceIndex([text], None, [""]).chunks[0].segments]
     shared = sr.shipped_sentence_reader()
-    own = sr.SentenceReader(base=None)
-    assert own.encoder is not shared.encoder
+    own = sr.SentenceReader(base=None, precision=reader_precision())  # the setting the shipped one read
+    assert own.encoder is not shared.encoder and own.precision == shared.precision
     assert own.probabilities(question, sents) == pytest.approx(shared.probabilities(question, sents), abs=1e-5)
 
 
