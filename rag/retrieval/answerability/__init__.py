@@ -38,7 +38,9 @@ _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
-READ_CHUNKS = 1  # the readers read the best reranked chunk (the window reader: its focus window)
+READ_CHUNKS = (
+    1  # the readers read the best reranked chunk: the window reader its focus window, the sentence reader all of it
+)
 
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
@@ -144,8 +146,9 @@ def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, s
     """The reader's probability for the best chunk's window, and that window. One window, not
     one per top chunk: on CMRC trial folds 3-4 the model separates as well with it, and it costs
     a third (docs/BENCHMARKS.md, "Reader precision and the cost of a Chinese question")."""
-    windows = [focus(question, c.text, c.heading) for c in top[:READ_CHUNKS]]
-    probs = reader.probabilities(question, windows, [c.heading for c in top[:READ_CHUNKS]])
+    read = top[:READ_CHUNKS]
+    windows = [focus(question, c.text, c.heading) for c in read]
+    probs = reader.probabilities(question, windows, [c.heading for c in read])
     if not probs:
         return 0.0, ""
     i = max(range(len(probs)), key=probs.__getitem__)
@@ -157,9 +160,8 @@ def _read_sentences(reader, question: str, top: Sequence[EvidenceChunk]) -> floa
     (1 - P(none); a chunk longer than one window counts its best window). The best chunk alone
     separates better than the best of the top 3 (CMRC trial folds 3-4, docs/BENCHMARKS.md) and
     costs a third."""
-    if not top:
-        return 0.0
-    return max(reader.windows_for(question, [(sentences(top[0].text), top[0].heading)]), default=0.0)
+    passages = [(sentences(c.text), c.heading) for c in top[:READ_CHUNKS]]
+    return max(reader.windows_for(question, passages), default=0.0)
 
 
 def _readers():

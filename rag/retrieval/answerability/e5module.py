@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rag.config import READER_PRECISIONS
+
 
 class E5Layer(nn.Module):
     def __init__(self, hidden: int, heads: int, ffn: int, eps: float) -> None:
@@ -59,9 +61,6 @@ class E5Encoder(nn.Module):
         return x
 
 
-PRECISIONS = ("auto", "float32", "bfloat16")
-
-
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 in hardware (AMX tiles or AVX512-BF16)."""
     probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
@@ -80,8 +79,8 @@ class Precision:
 
     @classmethod
     def choose(cls, setting: str = "auto") -> Precision:
-        if setting not in PRECISIONS:
-            raise ValueError(f"reader precision must be one of {', '.join(PRECISIONS)}, got {setting!r}")
+        if setting not in READER_PRECISIONS:
+            raise ValueError(f"reader precision must be one of {', '.join(READER_PRECISIONS)}, got {setting!r}")
         bf16 = setting == "bfloat16" or (setting == "auto" and native_bf16())
         return cls(torch.bfloat16 if bf16 else torch.float32)
 

@@ -104,6 +104,7 @@ class SentenceReader:
         if base is None or BASE_TUNED > saved["train_layers"]:  # its tuned layers reach below ours
             self.tok, self.encoder, _ = untrained()
             self.precision = Precision.choose(precision)
+            self.precision.prepare(self.encoder)
         else:  # the base's layers are stored in its precision already
             self.tok, self.encoder, self.precision = base.tok, base.encoder, base.precision
         self.cut = len(self.encoder.layers) - saved["train_layers"]
@@ -112,7 +113,7 @@ class SentenceReader:
         self.head, self.null_head = untrained_heads(self.encoder.word.weight.shape[1])
         self.head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
         self.null_head.load_state_dict({k: v.float() for k, v in saved["null_head"].items()})
-        self.precision.prepare(self.encoder, self.top, self.head, self.null_head)
+        self.precision.prepare(self.top, self.head, self.null_head)
         self.label = self.precision.labelled(SENTENCE_READER_MODEL)
         self._lock = threading.Lock()
 
