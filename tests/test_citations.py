@@ -230,3 +230,36 @@ def test_citation_spans_point_into_the_source_document(evidence, validator):
     answer.citations = cites
     md = render_markdown(answer)
     assert "[^1]" in md and "[^2]" in md and "\n[^1]: **Handbook.pdf**, p. 1" in md
+
+
+def test_evidence_sentences_are_embedded_only_when_read(embed):
+    """An English question reads every chunk's sentence vectors, embedded in one batch; a Chinese
+    question on an English-only embedder reads none, so only the chunk its answer cites is embedded,
+    for the validator, and the cited sentence (copied from it) needs no embedding of its own."""
+    from rag.answer.base import DraftRequest
+    from rag.answer.extractive import compose, select_sentences
+
+    calls: list[list[str]] = []
+
+    def recording(texts):
+        calls.append(list(texts))
+        return embed(texts)
+
+    _, cands = make_evidence([REFUND, SHIPPING])
+    index = EvidenceIndex([c.text for c in cands], recording)
+    assert calls == []  # nothing embedded until read
+    select_sentences(DraftRequest("How many days do I have to request a refund?", cands, index))
+    assert len(calls) == 2 and calls[0] == ["How many days do I have to request a refund?"]
+    assert len(calls[1]) == len(split_sentences(REFUND)) + len(split_sentences(SHIPPING))
+
+    zh = ["报销须在费用发生后 30 天内提交。逾期不予受理。", "出差住宿费每晚不超过 600 元。", "餐费补贴每天 180 元。"]
+    _, cands = make_evidence(zh)
+    calls.clear()
+    index = EvidenceIndex([c.text for c in cands], recording)
+    request = DraftRequest("出差住宿费每晚上限是多少？", cands, index)
+    answer = compose(select_sentences(request, cjk_vectors=False))
+    assert "600 元" in answer and calls == []  # term coverage chose, no vector was read
+    checks = CitationValidator(index, threshold=0.5).check_text(answer)
+    assert all(c.ok for c in checks)
+    assert calls == [[s.text for s in split_sentences(zh[1])]]  # the cited chunk only, its sentence reused
+    assert checks[0].best[2].cosine == pytest.approx(1.0, abs=1e-4)

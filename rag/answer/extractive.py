@@ -140,10 +140,12 @@ def score_for_part(
     the topic wins on terms, and the reader points at the answering one far more often (held-out
     CMRC trial figures: docs/BENCHMARKS.md, "The sentence reader")."""
     q_vec = index.vector(part.text) if vectors else None
+    if q_vec is not None:
+        index.ensure_vectors(range(1, len(index) + 1))
     read = _read(reader, part, index) if reader is not None and part.cjk else {}
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
-        vecs = index.sentence_vectors(n)
+        vecs = index.sentence_vectors(n) if q_vec is not None else None
         leads = lead_ins(chunk.segments)
         topic = matched_terms(part.tokens, chunk.topic, chunk.topic_tokens)  # held by every sentence here
         chars = part.chars - set(chunk.topic)  # what tells this chunk's sentences apart, letter by letter

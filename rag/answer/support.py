@@ -10,7 +10,7 @@ A claim also fails outright when it holds a number the chunk does not ("30 days"
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,17 +63,18 @@ class EvidenceIndex:
     ``headings[i]`` is chunk i's heading path as one string (the document title and section
     headings it sits under): the topic its sentences take for granted ("It ships in 7 days"
     under "Contoso Returns"; "本鱼分布于……" under "黄鳍紫鱼").
+
+    Sentence vectors are embedded when first asked for, a chunk at a time (``ensure_vectors``
+    batches several): the extractive answerer reads every chunk's vectors for an English
+    question, but for a language the embedder can't read it reads none, and the validator only
+    those of the chunks a sentence cites.
     """
 
     def __init__(self, texts: Sequence[str], embed: Embed | None, headings: Sequence[str] = ()) -> None:
         self.embed = embed
         self.chunks = [_index_chunk(t, h) for t, h in zip(texts, headings or [""] * len(texts), strict=True)]
-        flat = [s.text for c in self.chunks for s in c.segments]
-        self._vectors = _embed(embed, flat)
-        self._offsets = np.cumsum([0] + [len(c.segments) for c in self.chunks])
+        self._vectors: dict[int, np.ndarray] = {}  # 1-based chunk number -> its sentences' unit vectors
         self._claim_cache: dict[str, np.ndarray | None] = {}
-        if self._vectors is not None:  # a claim copied from the evidence needs no new embedding
-            self._claim_cache.update(zip(flat, self._vectors, strict=True))
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -82,10 +83,25 @@ class EvidenceIndex:
         """1-based numbers of chunks holding instruction-like text."""
         return [i + 1 for i, c in enumerate(self.chunks) if c.flagged]
 
+    def ensure_vectors(self, numbers: Iterable[int]) -> None:
+        """Embed, in one batch, the sentences of the chunks (1-based) not embedded yet."""
+        todo = sorted({n for n in numbers if n not in self._vectors})
+        if self.embed is None or not todo:
+            return
+        flat = [s.text for n in todo for s in self.chunks[n - 1].segments]
+        vectors = _embed(self.embed, flat)
+        assert vectors is not None
+        offsets = np.cumsum([0] + [len(self.chunks[n - 1].segments) for n in todo])
+        for k, n in enumerate(todo):
+            self._vectors[n] = vectors[offsets[k] : offsets[k + 1]]
+        for text, vec in zip(flat, vectors, strict=True):  # a claim copied from the evidence needs no new embedding
+            self._claim_cache.setdefault(text, vec)
+
     def sentence_vectors(self, n: int) -> np.ndarray | None:
-        if self._vectors is None:
+        if self.embed is None:
             return None
-        return self._vectors[self._offsets[n - 1] : self._offsets[n]]
+        self.ensure_vectors([n])
+        return self._vectors[n]
 
     def vector(self, text: str) -> np.ndarray | None:
         if text not in self._claim_cache:
@@ -107,8 +123,8 @@ class EvidenceIndex:
 
     def _spans(self, claim: str, claim_tokens: set[str], n: int):
         chunk = self.chunks[n - 1]
+        vecs = self.sentence_vectors(n)  # first: a claim copied from this chunk is then embedded already
         claim_vec = self.vector(claim)
-        vecs = self.sentence_vectors(n)
         segs = chunk.segments
         for i in range(len(segs)):
             for j in (i, i + 1):
