@@ -197,6 +197,44 @@ def test_absent_terms_spelled_differently_in_the_scope_are_not_missing():
     assert "microenviroment" not in r.absent
 
 
+def test_a_figure_spelled_in_chinese_numerals_is_present_where_the_documents_write_digits():
+    """"六百块", "三千元", "十二月份" against a policy that writes "600 元", "3,000 元", "12 月":
+    neither the figure nor the pieces jieba cuts out of it ("六百", "百块", "千元", "二月") is
+    missing, and the sentence with the figure holds it. A name with a numeral ("神舟十三号") and a
+    small count ("两个") are not read as figures, and a figure the scope lacks stays missing."""
+    index = BM25Index.build(
+        [
+            ("a:1:1:0", "一线城市住宿费每晚不超过 600 元。"),
+            ("b:1:1:0", "预计费用在 3,000 元以上的出差，可以申请备用金。"),
+            ("c:1:1:0", "12 月发生的费用须在 12 月 25 日前提交报销单。"),
+            ("d:1:1:0", "神舟飞船的两名航天员于13号返回。"),
+        ],
+        version=1,
+    )
+    for question, figure in [
+        ("自己买六百块的东西要做什么？", "六百块"),
+        ("预计出差花费三千元以上，可以先向公司借钱吗？", "三千元"),
+        ("十二月份的开销最晚什么时候交报销单？", "十二月"),
+    ]:
+        terms = question_terms(question)
+        pieces = [t for t in terms if t in figure or figure in t]
+        stats = index.term_stats(list(terms))
+        assert pieces and all(stats.df[t] or t in stats.near for t in pieces), (question, stats.near)
+        r = features(question, [EvidenceChunk(text, 0.9, 1, 1) for text in index.texts], stats)
+        assert not {terms[t] for t in pieces} & set(r.absent + r.unheld)
+    stats = index.term_stats(["十三号", "两个", "八百元"])
+    assert stats.near == {}  # a name, a small count, and a figure no text holds
+    assert index.term_stats(["八百元"], doc_ids={"b", "c"}).near == {}
+    assert index.term_stats(["六百元"], doc_ids={"b", "c"}).near == {}  # 600 is outside the scope
+    assert index.term_stats(["六百元"]).near == {"六百元": "600元"}
+
+
+def test_a_latin_term_run_into_chinese_is_quoted_as_written():
+    """"2021年香港GDP增长了多少？" has no spaces: a message quotes "GDP", not the whole question."""
+    terms = question_terms("2021年香港GDP增长了多少？")
+    assert terms["gdp"] == "GDP" and terms["2021"] == "2021"
+
+
 @pytest.mark.parametrize(
     ("question", "not_terms"),
     [

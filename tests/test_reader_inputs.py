@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from rag.retrieval.answerability.numerals import canonical, chinese_value
+from rag.store.numerals import canonical, chinese_value
 
 
 @pytest.mark.parametrize(
@@ -67,3 +67,23 @@ def test_a_paraphrase_swaps_topic_words_for_cilin_synonyms_and_keeps_the_questio
     assert None not in out and q not in out  # at least one word is swapped every time
     assert all(p.endswith("是多少？") for p in out)  # what it asks is never swapped
     assert paraphrase("RCEP？", rng) is None
+
+
+@pytest.mark.parametrize(
+    ("term", "number"),
+    [("六百块", "600块"), ("三千元", "3000元"), ("一万元", "10000元"), ("十二月", "12月"), ("二〇二二年", "2022年"),
+     ("六百", None), ("千元", None), ("两个", None), ("四海", None), ("十三号", None), ("一线", None)],
+)
+def test_spelled_number(term, number):
+    from rag.store.numerals import spelled_number
+
+    assert spelled_number(term) == number
+
+
+def test_holds_number_reads_the_figure_whole_and_a_date_by_its_unit():
+    from rag.store.numerals import holds_number
+
+    assert holds_number("每晚不超过 600 元", "600块") and holds_number("每晚六百元", "600块")
+    assert holds_number("3,000 元以上", "3000元") and holds_number("每年 12 月 25 日前", "12月")
+    assert not holds_number("1600 元", "600元") and not holds_number("6.005 元", "600元")
+    assert not holds_number("12 日", "12月") and not holds_number("共 600 ", "600元")

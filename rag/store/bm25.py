@@ -32,6 +32,7 @@ import bm25s
 import numpy as np
 
 from rag.records import ChunkRecord, TermStats
+from rag.store.numerals import canonical, number_pattern, spelled_number
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class BM25Index:
         self._retriever = retriever
         self.texts = texts if texts is not None else [""] * len(ids)  # the indexed text of each chunk
         self._latin_vocab: dict[int, list[str]] | None = None  # indexed English words by length
+        self._canonical_texts: list[str | None] | None = None  # texts, numbers in one spelling (as read)
         self._docs = docs  # one row per document, in order of first appearance in ``ids``
         self.ids = ids
         self.version = version
@@ -208,7 +210,21 @@ class BM25Index:
             rows[self._rows_of(doc_ids)] = True
         df = {term: self._df(term, rows) for term in terms}
         near = {t: v for t in terms if df[t] == 0 and (v := self._near(t, rows))}
+        # jieba also cuts pieces out of a number ("三千元" -> "三千", "千元"); a piece of a
+        # number the scope spells in digits is present as that number
+        numbers = {t: v for t, v in near.items() if v != t and v[:1].isdigit()}
+        for t in terms:
+            if df[t] == 0 and t not in near:
+                near.update((t, v) for whole, v in numbers.items() if t in whole)
         return TermStats(len(self.ids) if rows is None else int(rows.sum()), df, near)
+
+    def _canonical(self, i: int) -> str:
+        """Chunk ``i``'s text with its numbers in one spelling (computed when first asked for)."""
+        if self._canonical_texts is None:
+            self._canonical_texts = [None] * len(self.texts)
+        if self._canonical_texts[i] is None:
+            self._canonical_texts[i] = canonical(self.texts[i])
+        return self._canonical_texts[i]
 
     def _df(self, term: str, rows: np.ndarray | None) -> int:
         tid = self._retriever.vocab_dict.get(term)
@@ -220,11 +236,18 @@ class BM25Index:
 
     def _near(self, term: str, rows: np.ndarray | None) -> str:
         """What an absent term is present as in the scope: its own characters inside an indexed
-        text (a CJK word jieba cut differently there), or a close spelling of an indexed English
-        word (a typo); '' when neither."""
+        text (a CJK word jieba cut differently there), the number it spells as the scope writes it
+        ("六百" as "600", "十二月" as "12 月"), or a close spelling of an indexed English word (a
+        typo); '' when none."""
         scope = range(len(self.ids)) if rows is None else np.flatnonzero(rows)
         if _CJK_TERM.search(term):
-            return term if any(term in self.texts[i] for i in scope) else ""
+            if any(term in self.texts[i] for i in scope):
+                return term
+            number = spelled_number(term)  # "六百" where the documents write "600"
+            if number is None:
+                return ""
+            found = number_pattern(number).search
+            return number if any(found(self._canonical(i)) for i in scope) else ""
         if self._latin_vocab is None:
             by_len: dict[int, list[str]] = {}
             for w in self._retriever.vocab_dict:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rag.retrieval.answerability.numerals import canonical
+from rag.store.numerals import canonical
 from rag.retrieval.answerability.terms import sentences
 
 log = logging.getLogger(__name__)

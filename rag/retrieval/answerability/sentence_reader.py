@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.retrieval.answerability.numerals import canonical
+from rag.store.numerals import canonical
 from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
 from rag.retrieval.answerability.reader import LoadOnce, padded, reader_precision, shipped_reader, untrained
 

@@ -16,6 +16,7 @@ from enum import Enum
 from functools import lru_cache
 from types import MappingProxyType
 
+from rag.store.numerals import holds_number
 from rag.store.tokenize import tokenize
 
 # Words that shape a question but are not its subject: a document rarely contains "how" or
@@ -44,6 +45,7 @@ _CATEGORY_BEFORE_EN = frozenset("is are was were does do did can could will woul
 CATEGORY_AFTER_ZH = frozenset("哪些 哪个 哪一个 哪种 哪一种 哪类 哪一类 什么".split())
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|[^\W_]+", re.UNICODE)
+_LATIN_RUN = re.compile(r"[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 
 
@@ -126,8 +128,18 @@ def question_terms(question: str) -> Mapping[str, str]:
                 continue
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently
                 continue
-            out.setdefault(term, term if _CJK_CHAR.search(term) else word)
+            out.setdefault(term, term if _CJK_CHAR.search(term) else _latin_surface(term, word))
     return MappingProxyType(out)
+
+
+def _latin_surface(term: str, word: str) -> str:
+    """What the user wrote for a Latin ``term`` (stemmed: "sabbat") of ``word``: the word itself,
+    or, where the question runs Latin letters into Chinese ones ("2021年香港GDP增长了多少"), the
+    Latin run that gives the term ("GDP"), so a message quotes that and not the whole question."""
+    for run in _LATIN_RUN.findall(word):
+        if term in tokenize(run):
+            return run
+    return word
 
 
 def _is_category(words: list[str], i: int) -> bool:
@@ -156,14 +168,19 @@ class Coverage:
 
 def held_terms(terms, text: str, near: dict[str, str] | None = None) -> frozenset[str]:
     """The ``terms`` that ``text`` holds. ``near`` maps a term to how the scope spells it (a
-    corrected typo, or the term itself for a CJK word that jieba cut differently there: then its
-    characters are looked for as they are)."""
+    corrected typo; the term itself for a CJK word that jieba cut differently there: then its
+    characters are looked for as they are; or, for a number spelled in words, its digits:
+    "六百" is held by "600 元")."""
     tokens = set(tokenize(text))
     near = near or {}
 
     def held(t: str) -> bool:
         alias = near.get(t, "")
-        return t in tokens or (alias in tokens if alias != t else bool(alias) and alias in text)
+        if t in tokens or not alias:
+            return t in tokens
+        if alias == t:
+            return alias in text
+        return holds_number(text, alias) if alias[:1].isdigit() else alias in tokens
 
     return frozenset(t for t in terms if held(t))
 

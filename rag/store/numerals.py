@@ -56,3 +56,38 @@ def canonical(text: str) -> str:
         return m.group(0) if value is None else str(value)
 
     return _CHINESE.sub(chinese, text)
+
+
+_LEADING = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
+_DATE_UNIT = "年月日"
+MIN_SPELLED = 10
+
+
+def spelled_number(term: str) -> str | None:
+    """The figure a word spells in Chinese numerals, in digits with its unit: "六百块" -> "600块",
+    "十二月" -> "12月"; None when the numeral counts nothing ("四海", "一直", "神舟十三号": a
+    name, not a figure), holds no digit ("千元"), stands alone ("六百", "十三": whether it is a
+    figure depends on what follows it in the question; as a piece of "六百块" it goes with it) or
+    is under ``MIN_SPELLED`` ("两个", "三角", "五月艾": a small count is in nearly any text, and
+    is as often part of a name)."""
+    m = _LEADING.match(term)
+    rest = term[m.end() :] if m else ""
+    if not rest or rest[0] not in _COUNTED:
+        return None
+    value = chinese_value(m.group(0))
+    return None if value is None or value < MIN_SPELLED else f"{value}{rest[0]}"
+
+
+def number_pattern(number: str) -> re.Pattern[str]:
+    """What finds a :func:`spelled_number` in a :func:`canonical` text, as a whole figure ("600"
+    is not in "1600" or "6.005"): a date with its own unit ("12月" is "12 月", not "12 日"),
+    another count with any unit ("600块" is "600 元"; "7人" is "7 名")."""
+    digits = number.rstrip(_COUNTED)
+    unit = number[len(digits) :]
+    figure = rf"(?<![\d.]){re.escape(digits)}(?![\d.])"
+    return re.compile(figure + (rf"\s?{unit}" if unit in _DATE_UNIT else rf"\s?[{_COUNTED}]"))
+
+
+def holds_number(text: str, number: str) -> bool:
+    """Whether ``text``, numbers in one spelling, holds ``number`` (see :func:`number_pattern`)."""
+    return number_pattern(number).search(canonical(text)) is not None
