@@ -198,7 +198,7 @@ def test_absent_terms_spelled_differently_in_the_scope_are_not_missing():
 
 
 def test_a_figure_spelled_in_chinese_numerals_is_present_where_the_documents_write_digits():
-    """"六百块", "三千元", "十二月份" against a policy that writes "600 元", "3,000 元", "12 月":
+    """ "六百块", "三千元", "十二月份" against a policy that writes "600 元", "3,000 元", "12 月":
     neither the figure nor the pieces jieba cuts out of it ("六百", "百块", "千元", "二月") is
     missing, and the sentence with the figure holds it. A name with a numeral ("神舟十三号") and a
     small count ("两个") are not read as figures, and a figure the scope lacks stays missing."""
@@ -230,7 +230,7 @@ def test_a_figure_spelled_in_chinese_numerals_is_present_where_the_documents_wri
 
 
 def test_a_latin_term_run_into_chinese_is_quoted_as_written():
-    """"2021年香港GDP增长了多少？" has no spaces: a message quotes "GDP", not the whole question."""
+    """ "2021年香港GDP增长了多少？" has no spaces: a message quotes "GDP", not the whole question."""
     terms = question_terms("2021年香港GDP增长了多少？")
     assert terms["gdp"] == "GDP" and terms["2021"] == "2021"
 

@@ -237,3 +237,24 @@ def test_a_chinese_attribute_is_found_by_its_characters():
     part = question_parts("青岚蜂鸟的体重是多少？")[0]
     picks = score_for_part(part, EvidenceIndex([text], None, ["青岚蜂鸟"]), vectors=False)
     assert max(picks, key=lambda p: p.score).segment.text == "成鸟约重4克。"
+
+
+def test_a_figure_in_chinese_numerals_counts_toward_the_sentence_that_writes_it_in_digits():
+    """ "三千元" in the question and "3,000 元" in the policy are one term to the answerer: the
+    备用金 rule holds it, and a rule about another amount does not."""
+    from rag.answer.support import EvidenceIndex
+
+    index = EvidenceIndex(
+        [
+            "1. 出差预计费用超过 3,000 元的，员工可在出差前申请备用金。2. 个人申请采购单价超过 500 元的物品，须事先提交采购申请。"
+        ],
+        None,
+    )
+    part = question_parts("出差预计费用超过三千元，可以申请备用金吗？")[0]
+    assert "3000" in part.tokens
+    from rag.answer.extractive import score_for_part
+
+    by_text = {p.segment.text: p for p in score_for_part(part, index, vectors=False)}
+    backup = next(p for t, p in by_text.items() if "备用金" in t)
+    other = next(p for t, p in by_text.items() if "500" in t)
+    assert "3000" in backup.terms and "3000" not in other.terms

@@ -71,8 +71,19 @@ def test_a_paraphrase_swaps_topic_words_for_cilin_synonyms_and_keeps_the_questio
 
 @pytest.mark.parametrize(
     ("term", "number"),
-    [("六百块", "600块"), ("三千元", "3000元"), ("一万元", "10000元"), ("十二月", "12月"), ("二〇二二年", "2022年"),
-     ("六百", None), ("千元", None), ("两个", None), ("四海", None), ("十三号", None), ("一线", None)],
+    [
+        ("六百块", "600块"),
+        ("三千元", "3000元"),
+        ("一万元", "10000元"),
+        ("十二月", "12月"),
+        ("二〇二二年", "2022年"),
+        ("六百", None),
+        ("千元", None),
+        ("两个", None),
+        ("四海", None),
+        ("十三号", None),
+        ("一线", None),
+    ],
 )
 def test_spelled_number(term, number):
     from rag.store.numerals import spelled_number

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from rag.store.numerals import canonical
+
 _STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from as into about over under is are
     was were be been being am do does did have has had having i you he she it we they me him
@@ -59,8 +61,9 @@ def _stem(word: str) -> str:
 
 
 def content_tokens(text: str) -> set[str]:
-    """Content words (English) and character bigrams (CJK) of ``text``."""
-    text = unicodedata.normalize("NFKC", text).lower()
+    """Content words (English) and character bigrams (CJK) of ``text``, every figure in one
+    spelling (``numerals.canonical``): "三千元", "3,000 元" and "3000 元" all give the token "3000"."""
+    text = canonical(unicodedata.normalize("NFKC", text)).lower()
     tokens = {_stem(w) for w in _WORD_RE.findall(text) if w not in _STOPWORDS}
     for run in _CJK_RUN_RE.findall(text):
         if len(run) == 1:
