@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from rag.store.numerals import canonical
 from rag.retrieval.answerability.terms import sentences
+from rag.store.numerals import canonical
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.store.numerals import canonical
 from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
 from rag.retrieval.answerability.reader import LoadOnce, padded, reader_precision, shipped_reader, untrained
+from rag.store.numerals import canonical
 
 log = logging.getLogger(__name__)
 
