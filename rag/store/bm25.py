@@ -32,7 +32,7 @@ import bm25s
 import numpy as np
 
 from rag.records import ChunkRecord, TermStats
-from rag.store.numerals import canonical, number_pattern, spelled_number
+from rag.store.numerals import canonical, is_figure, number_pattern, spelled_number
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -212,7 +212,7 @@ class BM25Index:
         near = {t: v for t in terms if df[t] == 0 and (v := self._near(t, rows))}
         # jieba also cuts pieces out of a number ("三千元" -> "三千", "千元"); a piece of a
         # number the scope spells in digits is present as that number
-        numbers = {t: v for t, v in near.items() if v != t and v[:1].isdigit()}
+        numbers = {t: v for t, v in near.items() if is_figure(v)}
         for t in terms:
             if df[t] == 0 and t not in near:
                 near.update((t, v) for whole, v in numbers.items() if t in whole)

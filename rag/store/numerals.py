@@ -1,10 +1,14 @@
-"""One spelling for a number, so the answer reader sees "两万元" and "20,000 元" as the same figure.
+"""One spelling for a number, so "两万元", "20,000 元" and "2万元" read as the same figure.
 
 Chinese writes the same amount as Chinese numerals (两万, 三千五百, 十五), as digits with a
 thousands separator (20,000) or as digits with a Chinese magnitude (2万, 1.5亿). ``canonical``
 rewrites each to plain digits. Chinese numerals are rewritten only where they count something:
 followed by a measure word or unit (元, 人, 天, 年, %, ...), so words that merely contain a
 numeral character ("一线城市", "十分", "千万不要") stay as they are.
+
+The readers read canonical text; the answerer's content tokens are canonical; and the BM25
+index reads a question term that spells a figure (``spelled_number``: "六百块") as present where
+its scope writes that figure in digits ("600 元"), so a refusal does not name it as missing.
 """
 
 from __future__ import annotations
@@ -76,6 +80,11 @@ def spelled_number(term: str) -> str | None:
         return None
     value = chinese_value(m.group(0))
     return None if value is None or value < MIN_SPELLED else f"{value}{rest[0]}"
+
+
+def is_figure(spelling: str) -> bool:
+    """Whether ``spelling`` is a :func:`spelled_number` (digits first), not a word."""
+    return spelling[:1].isdigit()
 
 
 def number_pattern(number: str) -> re.Pattern[str]:

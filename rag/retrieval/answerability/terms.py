@@ -16,7 +16,7 @@ from enum import Enum
 from functools import lru_cache
 from types import MappingProxyType
 
-from rag.store.numerals import holds_number
+from rag.store.numerals import holds_number, is_figure
 from rag.store.tokenize import tokenize
 
 # Words that shape a question but are not its subject: a document rarely contains "how" or
@@ -176,11 +176,13 @@ def held_terms(terms, text: str, near: dict[str, str] | None = None) -> frozense
 
     def held(t: str) -> bool:
         alias = near.get(t, "")
-        if t in tokens or not alias:
-            return t in tokens
+        if t in tokens:
+            return True
+        if not alias:
+            return False
         if alias == t:
             return alias in text
-        return holds_number(text, alias) if alias[:1].isdigit() else alias in tokens
+        return holds_number(text, alias) if is_figure(alias) else alias in tokens
 
     return frozenset(t for t in terms if held(t))
 
