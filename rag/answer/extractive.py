@@ -25,7 +25,7 @@ from llama_index.core.llms import LLM
 from rag.answer import lexical
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
-from rag.answer.question import QuestionPart, has_date, missing_names, outside_range, question_parts
+from rag.answer.question import QuestionPart, has_date, missing_names, new_figures, outside_range, question_parts
 from rag.answer.sentences import CJK_RE, Segment, is_cjk
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
@@ -159,7 +159,9 @@ def score_for_part(
                 lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)
             )
             body = list_body(seg.text)
-            if (part.wants_figure and not lexical.numbers(body)) or (part.wants_date and not has_date(body)):
+            if (part.wants_figure and not new_figures(body, part.text)) or (
+                part.wants_date and not has_date(body, part.text)
+            ):
                 score *= NO_FIGURE_FACTOR
             if part.cjk != is_cjk(body):
                 score *= OTHER_LANGUAGE_FACTOR
@@ -290,9 +292,11 @@ def _norm(pick: Pick) -> str:
 
 
 def _answer_like(text: str) -> bool:
-    """Long enough to state something, and not a lead-in ("... for the city tier:") whose
-    answer is in the list that follows it."""
-    if text.rstrip().endswith((":", "：")) or text.lstrip().startswith("#"):
+    """Long enough to state something, not a lead-in ("... for the city tier:") whose answer is
+    in the list that follows it, and not itself a question: a headline or FAQ line that repeats
+    the question's words ("2022北京冬奥会开幕式总导演是谁?") holds its terms but states nothing."""
+    end = _SOURCE_REF_RE.sub("", text).rstrip(" \t\"”’」』)）")
+    if end.endswith((":", "：", "?", "？")) or text.lstrip().startswith("#"):
         return False
     cjk = len(CJK_RE.findall(text))
     return cjk >= MIN_CJK_CHARS if cjk else len(text.split()) >= MIN_WORDS

@@ -107,9 +107,21 @@ def _part(text: str) -> QuestionPart:
     return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names, chars)
 
 
-def has_date(text: str) -> bool:
-    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025")."""
-    return bool(_HAS_DATE_RE.search(text))
+def has_date(text: str, given: str = "") -> bool:
+    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025") other than one
+    ``given`` states: the "2022年" a question names does not answer its "什么时候"."""
+    own = {_squeeze(m.group()) for m in _HAS_DATE_RE.finditer(given)}
+    return any(_squeeze(m.group()) not in own for m in _HAS_DATE_RE.finditer(text))
+
+
+def new_figures(text: str, given: str) -> set[str]:
+    """The numbers of ``text`` that ``given`` (the question) does not state itself: the
+    question's own "2022" is no answer to "2022年特斯拉交付量"."""
+    return lexical.numbers(text) - lexical.numbers(given)
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
 
 
 def missing_names(part: QuestionPart, known: str) -> list[str]:
