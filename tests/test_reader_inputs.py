@@ -98,3 +98,20 @@ def test_holds_number_reads_the_figure_whole_and_a_date_by_its_unit():
     assert holds_number("3,000 元以上", "3000元") and holds_number("每年 12 月 25 日前", "12月")
     assert not holds_number("1600 元", "600元") and not holds_number("6.005 元", "600元")
     assert not holds_number("12 日", "12月") and not holds_number("共 600 ", "600元")
+
+
+def test_a_figure_is_found_however_the_scope_writes_it_in_digits():
+    """The index looks for "一万元" as "10000", "10,000", "1万" or "一万" before reading a text
+    whole (``figure_spellings``): each of those documents holds it, one about another sum does not."""
+    from rag.store.bm25 import BM25Index
+
+    holding = [
+        "报销金额超过 10,000 元的须总经理审批。",
+        "超过10000元须审批。",
+        "超过1万元须审批。",
+        "超过一万块须审批。",
+    ]
+    for k, text in enumerate([*holding, "超过 100 元须审批。"]):
+        index = BM25Index.build([(f"d{k}:1:1:0", text)], version=1)
+        near = index.term_stats(["一万元"]).near
+        assert near == ({"一万元": "10000元"} if text in holding else {}), text

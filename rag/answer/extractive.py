@@ -295,7 +295,7 @@ def _answer_like(text: str) -> bool:
     """Long enough to state something, not a lead-in ("... for the city tier:") whose answer is
     in the list that follows it, and not itself a question: a headline or FAQ line that repeats
     the question's words ("2022北京冬奥会开幕式总导演是谁?") holds its terms but states nothing."""
-    end = _SOURCE_REF_RE.sub("", text).rstrip(" \t\"”’」』)）")
+    end = _SOURCE_REF_RE.sub("", text).rstrip(' \t"”’」』)）')
     if end.endswith((":", "：", "?", "？")) or text.lstrip().startswith("#"):
         return False
     cjk = len(CJK_RE.findall(text))

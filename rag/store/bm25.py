@@ -32,7 +32,7 @@ import bm25s
 import numpy as np
 
 from rag.records import ChunkRecord, TermStats
-from rag.store.numerals import canonical, is_figure, number_pattern, spelled_number
+from rag.store.numerals import canonical, figure_spellings, is_figure, number_pattern, spelled_number
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,6 @@ class BM25Index:
         self._retriever = retriever
         self.texts = texts if texts is not None else [""] * len(ids)  # the indexed text of each chunk
         self._latin_vocab: dict[int, list[str]] | None = None  # indexed English words by length
-        self._canonical_texts: list[str | None] | None = None  # texts, numbers in one spelling (as read)
         self._docs = docs  # one row per document, in order of first appearance in ``ids``
         self.ids = ids
         self.version = version
@@ -218,14 +217,6 @@ class BM25Index:
                 near.update((t, v) for whole, v in numbers.items() if t in whole)
         return TermStats(len(self.ids) if rows is None else int(rows.sum()), df, near)
 
-    def _canonical(self, i: int) -> str:
-        """Chunk ``i``'s text with its numbers in one spelling (computed when first asked for)."""
-        if self._canonical_texts is None:
-            self._canonical_texts = [None] * len(self.texts)
-        if self._canonical_texts[i] is None:
-            self._canonical_texts[i] = canonical(self.texts[i])
-        return self._canonical_texts[i]
-
     def _df(self, term: str, rows: np.ndarray | None) -> int:
         tid = self._retriever.vocab_dict.get(term)
         if tid is None:
@@ -243,11 +234,12 @@ class BM25Index:
         if _CJK_TERM.search(term):
             if any(term in self.texts[i] for i in scope):
                 return term
-            number = spelled_number(term)  # "六百" where the documents write "600"
+            number = spelled_number(term)  # "六百块" where the documents write "600 元"
             if number is None:
                 return ""
-            found = number_pattern(number).search
-            return number if any(found(self._canonical(i)) for i in scope) else ""
+            spellings, found = figure_spellings(term), number_pattern(number).search
+            held = (t for i in scope if any(s in (t := self.texts[i]) for s in spellings))
+            return number if any(found(canonical(t)) for t in held) else ""
         if self._latin_vocab is None:
             by_len: dict[int, list[str]] = {}
             for w in self._retriever.vocab_dict:
