@@ -159,8 +159,8 @@ def score_for_part(
                 lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)
             )
             body = list_body(seg.text)
-            if (part.wants_figure and not new_figures(body, part.text)) or (
-                part.wants_date and not has_date(body, part.text)
+            if (part.wants_figure and not new_figures(body, part)) or (
+                part.wants_date and not has_date(body, part.dates)
             ):
                 score *= NO_FIGURE_FACTOR
             if part.cjk != is_cjk(body):

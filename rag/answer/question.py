@@ -68,6 +68,8 @@ class QuestionPart:
     wants_date: bool = False  # asks when / until when / by when
     names: tuple[str, ...] = ()  # names and version numbers the part mentions ("Contoso", "6.0")
     chars: frozenset[str] = frozenset()  # its CJK characters less function and question ones
+    figures: frozenset[str] = frozenset()  # numbers it states itself (lexical.numbers): "2022" of "2022年…交付量"
+    dates: frozenset[str] = frozenset()  # dates it states itself ("2022年"), whitespace dropped
 
 
 def question_parts(question: str) -> list[QuestionPart]:
@@ -104,24 +106,24 @@ def _part(text: str) -> QuestionPart:
     date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(CJK_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
-    return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names, chars)
+    figures, dates = frozenset(lexical.numbers(text)), _dates(text)
+    return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names, chars, figures, dates)
 
 
-def has_date(text: str, given: str = "") -> bool:
-    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025") other than one
-    ``given`` states: the "2022年" a question names does not answer its "什么时候"."""
-    own = {_squeeze(m.group()) for m in _HAS_DATE_RE.finditer(given)}
-    return any(_squeeze(m.group()) not in own for m in _HAS_DATE_RE.finditer(text))
+def has_date(text: str, given: frozenset[str] = frozenset()) -> bool:
+    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025") other than the
+    ``given`` ones (a part's ``dates``): the "2022年" a question names does not answer its "什么时候"."""
+    return bool(_dates(text) - given)
 
 
-def new_figures(text: str, given: str) -> set[str]:
-    """The numbers of ``text`` that ``given`` (the question) does not state itself: the
-    question's own "2022" is no answer to "2022年特斯拉交付量"."""
-    return lexical.numbers(text) - lexical.numbers(given)
+def new_figures(text: str, part: QuestionPart) -> set[str]:
+    """The numbers of ``text`` that ``part`` does not state itself: the question's own "2022" is
+    no answer to "2022年特斯拉交付量"."""
+    return lexical.numbers(text) - part.figures
 
 
-def _squeeze(text: str) -> str:
-    return re.sub(r"\s+", "", text).casefold()
+def _dates(text: str) -> frozenset[str]:
+    return frozenset(re.sub(r"\s+", "", m.group()).casefold() for m in _HAS_DATE_RE.finditer(text))
 
 
 def missing_names(part: QuestionPart, known: str) -> list[str]:

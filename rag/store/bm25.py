@@ -237,7 +237,7 @@ class BM25Index:
             number = spelled_number(term)  # "六百块" where the documents write "600 元"
             if number is None:
                 return ""
-            spellings, found = figure_spellings(term), number_pattern(number).search
+            spellings, found = figure_spellings(term, number), number_pattern(number).search
             held = (t for i in scope if any(s in (t := self.texts[i]) for s in spellings))
             return number if any(found(canonical(t)) for t in held) else ""
         if self._latin_vocab is None:

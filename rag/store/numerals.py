@@ -19,7 +19,8 @@ _DIGIT = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, 
 _UNIT = {"十": 10, "百": 100, "千": 1000}
 _BIG = {"万": 10**4, "亿": 10**8}
 _COUNTED = "元块角人名位个家项件张条次天日月年周岁米倍台辆座所届%％"
-_CHINESE = re.compile(rf"[零〇一二两三四五六七八九十百千万亿]+(?=\s?[{_COUNTED}])")
+_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
+_CHINESE = re.compile(rf"[{_NUMERAL}]+(?=\s?[{_COUNTED}])")
 _MAGNITUDE = re.compile(r"(\d+(?:\.\d+)?)\s?([万亿])")
 _SEPARATOR = re.compile(r"(?<=\d)[,，](?=\d{3}(?!\d))")
 
@@ -62,7 +63,7 @@ def canonical(text: str) -> str:
     return _CHINESE.sub(chinese, text)
 
 
-_LEADING = re.compile(r"[零〇一二两三四五六七八九十百千万亿]+")
+_LEADING = re.compile(rf"[{_NUMERAL}]+")
 _DATE_UNIT = "年月日"
 MIN_SPELLED = 10
 
@@ -87,14 +88,11 @@ def is_figure(spelling: str) -> bool:
     return spelling[:1].isdigit()
 
 
-def figure_spellings(term: str) -> tuple[str, ...]:
-    """How a text may write the figure of ``term`` (a :func:`spelled_number`) before ``canonical``
-    reads it: its own numeral ("六百" of "六百块"), or digits ("3000", "3,000"; "20000" also as
-    "2万"). A cheap filter ahead of :func:`number_pattern`, so a large scope is not rewritten
-    text by text. Empty for a term that is no figure."""
-    number = spelled_number(term)
-    if number is None:
-        return ()
+def figure_spellings(term: str, number: str) -> tuple[str, ...]:
+    """How a text may write ``number``, the :func:`spelled_number` of ``term``, before
+    ``canonical`` reads it: the term's own numeral ("六百" of "六百块"), or digits ("3000",
+    "3,000"; "20000" also as "2万"). A cheap filter ahead of :func:`number_pattern`, so a large
+    scope is not rewritten text by text."""
     value = int(number.rstrip(_COUNTED))
     out = {str(value), f"{value:,}", _LEADING.match(term).group(0)}
     for big, char in ((10**8, "亿"), (10**4, "万")):

@@ -38,9 +38,8 @@ _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
-READ_CHUNKS = (
-    1  # the readers read the best reranked chunk: the window reader its focus window, the sentence reader all of it
-)
+# the readers read the best reranked chunk: the window reader its focus window, the sentence reader all of it
+READ_CHUNKS = 1
 
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}

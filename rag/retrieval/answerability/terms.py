@@ -44,8 +44,9 @@ CATEGORY_AFTER_EN = frozenset({"which", "what"})
 _CATEGORY_BEFORE_EN = frozenset("is are was were does do did can could will would has have had should".split())
 CATEGORY_AFTER_ZH = frozenset("哪些 哪个 哪一个 哪种 哪一种 哪类 哪一类 什么".split())
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|[^\W_]+", re.UNICODE)
-_LATIN_RUN = re.compile(r"[^\W_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+_CJK_SCRIPTS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"  # Han, kana, Hangul
+_WORD = re.compile(rf"[{_CJK_SCRIPTS}]+|[^\W_]+", re.UNICODE)
+_LATIN_RUN = re.compile(rf"[^\W_{_CJK_SCRIPTS}]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 
 
