@@ -1,7 +1,5 @@
 """Chat: questions answered only from retrieved evidence, every sentence with a checked citation."""
 
-import uuid
-
 import streamlit as st
 
 import appkit
@@ -10,12 +8,14 @@ from rag.answer import EventKind, Outcome
 from rag.demo import DEMO_KB, example_questions
 from rag.views.chat import (
     INSPECTOR_CONVERSATION,
+    NEW_CONVERSATION,
     AnswerStream,
     answer_markdown,
     closest_markdown,
-    conversation_labels,
+    conversation_choices,
     evidence_markdown,
     footnotes,
+    new_conversation_id,
     turn_notes,
 )
 from rag.views.highlight import md_escape
@@ -27,17 +27,23 @@ kb = appkit.require_kb("Add some on the Upload page.")
 
 
 def _new_conversation() -> None:
-    st.session_state["conversation"] = uuid.uuid4().hex[:12]
+    st.session_state["_conversation"] = NEW_CONVERSATION
+
+
+def _picked_conversation() -> None:
+    st.session_state["_conversation"] = st.session_state["conversation"]
 
 
 def _conversation_options() -> dict[str, str]:
+    """The picker's options; the current conversation (kept in a plain key: the widget's state is
+    dropped on other pages) comes from the URL on a fresh visit, else it is a new one."""
     order = [c for c in ask.conversations(kb) if c != INSPECTOR_CONVERSATION]
-    if "conversation" not in st.session_state:
-        wanted = st.query_params.get("c") or st.session_state.get("_conversation")
-        st.session_state["conversation"] = wanted or (order[0] if order else uuid.uuid4().hex[:12])
-    current = st.session_state["conversation"]
-    labels = conversation_labels(order, ask.recent_turns(kb, 500))
-    return labels if current in labels else {current: "New conversation", **labels}
+    if "_conversation" not in st.session_state:
+        st.session_state["_conversation"] = st.query_params.get("c", NEW_CONVERSATION)
+    if st.session_state["_conversation"] not in order:  # unknown in this knowledge base: start afresh
+        st.session_state["_conversation"] = NEW_CONVERSATION
+    current = st.session_state["conversation"] = st.session_state["_conversation"]
+    return conversation_choices(current, order, ask.recent_turns(kb, 500))
 
 
 def _cards(evidence, expanded: bool = False) -> None:
@@ -126,12 +132,17 @@ def _ask(question: str, conversation: str) -> bool:
 
 options = _conversation_options()
 top = st.columns([4, 1], vertical_alignment="bottom")
-top[0].selectbox("Conversation", list(options), format_func=options.get, key="conversation")
+top[0].selectbox(
+    "Conversation", list(options), format_func=options.get, key="conversation", on_change=_picked_conversation
+)
 top[1].button("New conversation", key="new_conversation", on_click=_new_conversation, icon=":material/add_comment:")
-conversation = st.session_state["_conversation"] = st.session_state["conversation"]
-st.query_params["c"] = conversation
+conversation = st.session_state["_conversation"]
+if conversation:
+    st.query_params["c"] = conversation  # a reload or a shared link reopens it
+else:
+    st.query_params.pop("c", None)
 
-history = ask.history(kb, conversation)
+history = ask.history(kb, conversation) if conversation else []
 for past in history:
     _turn(past)
 
@@ -146,5 +157,8 @@ if not history:
                     question = q
     if question:
         examples.empty()
-if question and _ask(question, conversation):
-    st.rerun()
+if question:
+    asked_in = conversation or new_conversation_id()  # a new conversation gets its id with its first turn
+    if _ask(question, asked_in):
+        st.session_state["_conversation"] = asked_in
+        st.rerun()

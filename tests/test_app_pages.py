@@ -138,12 +138,12 @@ def test_chat_history_survives_a_new_session_and_a_restart(app_kb):
     shown = texts(at.markdown)
     for turn in ask.history(app_kb, conv):
         assert md_escape(turn.question) in shown
-    latest = start()  # no URL: the most recent conversation (questions asked in the Inspector are not chat)
-    recent = next(c for c in ask.conversations(app_kb) if c != "inspector")
-    assert latest.selectbox(key="conversation").value == recent
-    assert len(latest.chat_message) == 2 * len(ask.history(app_kb, recent))
-    run(latest.button(key="new_conversation").click())
-    assert len(latest.chat_message) == 0 and latest.button(key="example_0")
+    fresh = start()  # no URL: a new conversation (another browser's latest one is in the picker only)
+    assert fresh.selectbox(key="conversation").value == ""
+    assert len(fresh.chat_message) == 0 and fresh.button(key="example_0")
+    recent = next(c for c in ask.conversations(app_kb) if c != "inspector")  # Inspector questions are not chat
+    run(fresh.selectbox(key="conversation").set_value(recent))
+    assert len(fresh.chat_message) == 2 * len(ask.history(app_kb, recent))
 
 
 def _last_turn(kb, question: str):

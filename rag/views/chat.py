@@ -8,6 +8,7 @@ citation to its document, page, heading and the highlighted supporting span.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -145,20 +146,40 @@ def evidence_cards(evidence: list[Candidate]) -> list[EvidenceCard]:
 
 
 INSPECTOR_CONVERSATION = "inspector"  # questions asked from the Inspector are kept out of Chat's list
+# The picker's entry for a conversation with no turn yet. It is never an id: a conversation gets
+# its own id (new_conversation_id) when its first question is asked, so two never share one.
+NEW_CONVERSATION = ""
+NEW_CONVERSATION_LABEL = "New conversation"
+
+
+def new_conversation_id() -> str:
+    """A fresh conversation id, unique across browsers and restarts."""
+    return f"c-{uuid.uuid4().hex}"
 
 
 def conversation_labels(order: list[str], turns) -> dict[str, str]:
-    """A readable label per conversation id (its first question seen, and when), in ``order``."""
+    """A readable label per conversation id (its first question seen, and when), in ``order``.
+    Labels are unique (the picker maps a label back to its id): a repeated one gets the id's end."""
     first: dict[str, object] = {}
     for t in sorted(turns, key=lambda t: (t.conversation, t.seq)):
         first.setdefault(t.conversation, t)
-    labels = {}
+    labels: dict[str, str] = {}
     for conv in order:
-        if conv == INSPECTOR_CONVERSATION:
+        if conv in (INSPECTOR_CONVERSATION, NEW_CONVERSATION):
             continue
         t = first.get(conv)
-        labels[conv] = f"{preview(t.question, 60)} · {t.created_at[:16].replace('T', ' ')}" if t else conv
+        label = f"{preview(t.question, 60)} · {t.created_at[:16].replace('T', ' ')}" if t else conv
+        if label in labels.values() or label == NEW_CONVERSATION_LABEL:
+            label = f"{label} · {conv[-6:]}"
+        labels[conv] = label
     return labels
+
+
+def conversation_choices(current: str, order: list[str], turns) -> dict[str, str]:
+    """The picker's options, id -> label: the saved conversations, with the unsaved new one first
+    when it is the current one."""
+    labels = conversation_labels(order, turns)
+    return {NEW_CONVERSATION: NEW_CONVERSATION_LABEL, **labels} if current not in labels else labels
 
 
 def fallback_note(answer: Answer) -> str:
