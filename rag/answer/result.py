@@ -74,6 +74,7 @@ class Citation:
     quote: str  # the supporting text itself
     support: float
     valid: bool = True
+    source_deleted: bool = False  # its document was deleted: the quote is gone, the ids and offsets stay
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Citation:

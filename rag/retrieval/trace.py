@@ -61,6 +61,7 @@ class Candidate:
     dropped_by: Dropped | None = None
     found_by: list[int] = field(default_factory=list)  # indexes into Trace.queries
     expanded_from: str | None = None  # set for neighbour chunks added during expansion
+    source_deleted: bool = False  # its document was deleted: the text is gone, the ids stay
 
     @classmethod
     def from_chunk(cls, chunk: Any, **stages: Any) -> Candidate:
