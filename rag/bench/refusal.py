@@ -311,6 +311,13 @@ def add_refusal_parser(bsub) -> None:
         default="",
         help="only questions of these folds (stable hash of the id mod 5), e.g. 3,4: those the Chinese reader never saw",
     )
+    p.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        help="training sets only: refit each answerability model without this feature or rule (repeat, "
+        "comma list, or 'all') and print what it costs (rag/bench/ablation.py)",
+    )
     p.set_defaults(func=main)
 
 
@@ -323,6 +330,7 @@ def check_sets(names: list[str], known) -> None:
 
 def main(args) -> int:
     check_sets(args.sets, SETS)
+    ablations = _ablations(args)
     settings = Settings.from_env()
     if args.fallback:
         settings = settings.replace(fallback=args.fallback)
@@ -336,4 +344,25 @@ def main(args) -> int:
     if args.dump:
         dump(results, Path(args.dump))
         print(f"features of {sum(len(r.rows) for r in results)} asks written to {args.dump}")
+    if ablations:
+        from rag.bench.ablation import ablate, table
+
+        print(table(ablate([row for r in results for row in r.rows], ablations)))
     return 0
+
+
+def _ablations(args) -> tuple[str, ...]:
+    """The ``--ablate`` names, checked before anything is asked (known names, training sets only)."""
+    if not getattr(args, "ablate", None):
+        return ()
+    from rag.bench.ablation import ABLATIONS, parse_names
+
+    names = parse_names(args.ablate)
+    unknown = [n for n in names if n not in ABLATIONS]
+    if unknown:
+        raise DatasetError(f"Unknown --ablate {unknown}.", fix=f"Use all, or any of: {', '.join(ABLATIONS)}.")
+    tests = [s for s in args.sets if not SETS[s].train]
+    if tests:
+        train = ", ".join(n for n, s in SETS.items() if s.train)
+        raise DatasetError(f"--ablate refits on what it asks; {tests} are test sets.", fix=f"Use any of: {train}.")
+    return names
