@@ -16,7 +16,10 @@ from rag.views.chat import (
     evidence_markdown,
     footnotes,
     new_conversation_id,
+    read_chunks,
+    sources_notes,
     turn_notes,
+    turn_sources,
 )
 from rag.views.highlight import md_escape
 
@@ -78,11 +81,28 @@ def _outcome(answer) -> None:
     st.caption(f"Why: {md_escape(answer.refusal_reason)}")
 
 
+def _ask_again(question: str) -> None:
+    st.session_state["_ask_again"] = question
+
+
+def _changed_sources(turn, trace) -> None:
+    """Say when a document the turn read was deleted or re-uploaded since, with one click to ask again."""
+    read = {doc_id for _, doc_id, _ in read_chunks(trace, turn.answer)}
+    sources = turn_sources(trace, turn.answer, kb.catalog.active_revisions(kb.name, read))
+    for note in sources_notes(sources):
+        st.warning(md_escape(note), icon=":material/update:")
+    if sources.stale:
+        st.button(
+            "Ask again", key=f"again_{turn.id}", on_click=_ask_again, args=(turn.question,), icon=":material/refresh:"
+        )
+
+
 def _turn(turn) -> None:
     with st.chat_message("user"):
         st.markdown(md_escape(turn.question))
     with st.chat_message("assistant"):
         trace = ask.load_trace(kb, turn.trace_id)
+        _changed_sources(turn, trace)
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
         _outcome(turn.answer)
@@ -146,7 +166,9 @@ history = ask.history(kb, conversation) if conversation else []
 for past in history:
     _turn(past)
 
-question = st.chat_input("Ask a question about your documents", key="chat_input")
+question = st.chat_input("Ask a question about your documents", key="chat_input") or st.session_state.pop(
+    "_ask_again", None
+)
 if not history:
     with (examples := st.empty()).container():
         st.caption("Ask anything about the documents in this knowledge base.")

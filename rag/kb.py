@@ -155,7 +155,8 @@ class KnowledgeBase:
         return self.ingest([UploadItem(name, data, tuple(tags), doc_date)], progress)[0]
 
     def delete(self, doc: str) -> DocumentRecord:
-        """Remove a document (by id or name) from Chroma, BM25 and the catalog."""
+        """Remove a document (by id or name) from Chroma, BM25 and the catalog, and its text from
+        the stored traces, chat turns and runs (they keep its ids, marked ``source_deleted``)."""
         record = self.document(doc)
         with self.write_lock():
             writer.finish_interrupted(self.catalog, self.vectors, self.name)
@@ -166,6 +167,7 @@ class KnowledgeBase:
                 )
                 db.execute("UPDATE documents SET active_revision=NULL WHERE kb=? AND id=?", (self.name, record.id))
                 db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (self.name,))
+                self.catalog.scrub_documents(db, self.name, [record.id])
             self._tidy("after deleting", deleted=record.id)
         return record
 

@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from rag.records import ChunkRecord, DocumentRecord
+from rag.store.scrub import deleted_documents, scrub_stored
 
 
 def now() -> str:
@@ -26,6 +27,9 @@ def now() -> str:
 
 
 WAL_TRIES = 60  # ~10 s in all
+# PRAGMA user_version of a catalog that is up to date. 1: the text of documents deleted before
+# deletes scrubbed stored traces, chat turns and runs is scrubbed from them (rag.store.scrub).
+SCHEMA_VERSION = 1
 
 
 def _wal(conn: sqlite3.Connection) -> None:
@@ -48,6 +52,19 @@ class Catalog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._conn().executescript(resources.files("rag.store").joinpath("schema.sql").read_text())
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a catalog written by an earlier version up to :data:`SCHEMA_VERSION`, once, in one
+        transaction (a second process opening it at once finds the work done)."""
+        if self._conn().execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+            return
+        with self.tx() as db:
+            if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+                return
+            for kb, doc_ids in deleted_documents(db).items():
+                scrub_stored(db, kb, doc_ids)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     # -- connections ---------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -115,6 +132,11 @@ class Catalog:
     def set_kb_model(self, name: str, embed_model: str, embed_dim: int) -> None:
         with self.tx() as db:
             db.execute("UPDATE kbs SET embed_model=?, embed_dim=? WHERE name=?", (embed_model, embed_dim, name))
+
+    def scrub_documents(self, db: sqlite3.Connection, kb: str, doc_ids: Iterable[str]) -> int:
+        """Inside the transaction ``db``: the text of ``doc_ids`` out of the stored traces, chat
+        turns and runs of ``kb`` (see ``rag.store.scrub``); the number of rows rewritten."""
+        return scrub_stored(db, kb, set(doc_ids))
 
     def drop_kb(self, name: str) -> None:
         with self.tx() as db:

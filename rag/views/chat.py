@@ -9,7 +9,7 @@ citation to its document, page, heading and the highlighted supporting span.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from rag.answer import Answer, AnswerEvent, Citation, EventKind
@@ -17,7 +17,7 @@ from rag.answer.citations import CITATION_RE
 from rag.answer.result import IssueCode
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.trace import CLOSEST_PASSAGES, Candidate, FallbackAction
-from rag.views.highlight import Span, breadcrumb, excerpt_html, md_escape
+from rag.views.highlight import SOURCE_DELETED, Span, breadcrumb, deleted_html, excerpt_html, md_escape
 from rag.views.ledger import preview
 
 FOOTNOTE_CONTEXT = 200  # characters of source shown around a cited span
@@ -115,12 +115,17 @@ def footnotes(answer: Answer, doc_text: Callable[[str, int | None], str]) -> lis
 
 def _cited_html(cites: list[Citation], doc_text: Callable[[str, int | None], str]) -> str:
     first = cites[0]
+    if any(c.source_deleted for c in cites):
+        return deleted_html()
     text = doc_text(first.doc_id, revision_of(first.chunk_id)) or ""  # '' once that revision is dropped
     spans = [Span(c.start, c.end, str(c.n)) for c in cites]
     if text and all(text[c.start : c.end] == c.quote for c in cites):
         return excerpt_html(text, spans, FOOTNOTE_CONTEXT)
     quote = " … ".join(dict.fromkeys(c.quote for c in cites))
     return excerpt_html(quote, [Span(0, len(quote), str(first.n))], 0)
+
+
+DELETED_BADGE = f":red-badge[{SOURCE_DELETED}]"
 
 
 @dataclass
@@ -130,6 +135,7 @@ class EvidenceCard:
     score: float | None
     text: str  # plain preview; render as text, never as markup
     neighbour: bool
+    deleted: bool = False  # its document was deleted (the text is gone)
 
 
 def evidence_cards(evidence: list[Candidate]) -> list[EvidenceCard]:
@@ -140,6 +146,7 @@ def evidence_cards(evidence: list[Candidate]) -> list[EvidenceCard]:
             score=c.rerank_score,
             text=preview(c.text, 220),
             neighbour=bool(c.expanded_from),
+            deleted=c.source_deleted,
         )
         for i, c in enumerate(evidence, start=1)
     ]
@@ -215,7 +222,8 @@ def closest_markdown(trace, k: int = CLOSEST_PASSAGES) -> str:
     for c in found:
         where = breadcrumb(c.doc_name or c.doc_id, c.page, c.heading_path)
         score = f" · rerank {c.rerank_score:.2f}" if c.rerank_score is not None else ""
-        blocks.append(f":gray-badge[rank {c.rerank_rank}] {where}{score}  \n{md_escape(preview(c.text, 220))}")
+        body = DELETED_BADGE if c.source_deleted else md_escape(preview(c.text, 220))
+        blocks.append(f":gray-badge[rank {c.rerank_rank}] {where}{score}  \n{body}")
     blocks.append(f"Rerank scores by {md_escape(str(trace.reranker))}.")
     return "\n\n".join(blocks)
 
@@ -226,5 +234,61 @@ def evidence_markdown(evidence) -> str:
     for card in evidence_cards(evidence):
         score = f" · rerank {card.score:.2f}" if card.score is not None else ""
         extra = " · neighbour" if card.neighbour else ""
-        blocks.append(f":gray-badge[{card.n}] {card.where}{score}{extra}  \n{md_escape(card.text)}")
+        body = DELETED_BADGE if card.deleted else md_escape(card.text)
+        blocks.append(f":gray-badge[{card.n}] {card.where}{score}{extra}  \n{body}")
     return "\n\n".join(blocks)
+
+
+# -- a turn's sources now: deleted, or replaced by a newer revision -------------------------
+@dataclass(frozen=True)
+class OutdatedSource:
+    doc_name: str
+    built_on: int  # the revision the turn read
+    now: int  # the document's active revision
+
+
+@dataclass(frozen=True)
+class TurnSources:
+    """How the documents a turn read stand today."""
+
+    outdated: tuple[OutdatedSource, ...] = ()
+    deleted: tuple[str, ...] = ()  # names of documents deleted since
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.outdated or self.deleted)
+
+
+def read_chunks(trace, answer: Answer | None) -> list[tuple[str, str, str]]:
+    """(chunk id, document id, document name) of what a turn read: its citations and the
+    passages it showed (the evidence, or the closest ones under a refusal)."""
+    out = [(c.chunk_id, c.doc_id, c.doc_name) for c in (answer.citations if answer else [])]
+    out += [(c.chunk_id, c.doc_id, c.doc_name) for c in (trace.on_screen() if trace is not None else [])]
+    return list(dict.fromkeys(out))
+
+
+def turn_sources(trace, answer: Answer | None, active: Mapping[str, int]) -> TurnSources:
+    """Compare the revisions a turn read with ``active`` (doc id -> active revision, from the
+    catalog; a document missing from it is deleted)."""
+    outdated: dict[str, OutdatedSource] = {}
+    deleted: dict[str, None] = {}
+    for chunk_id, doc_id, name in read_chunks(trace, answer):
+        revision = revision_of(chunk_id)
+        if doc_id not in active:
+            deleted[name or doc_id] = None
+        elif revision is not None and revision < active[doc_id]:
+            outdated.setdefault(doc_id, OutdatedSource(name or doc_id, revision, active[doc_id]))
+    return TurnSources(tuple(outdated.values()), tuple(deleted))
+
+
+def sources_notes(sources: TurnSources) -> list[str]:
+    """What to say above a turn whose sources changed (plain text; escape for Markdown)."""
+    notes = [
+        f"Out of date: built on revision {o.built_on} of {o.doc_name}, which is now at revision {o.now}. "
+        "Ask again to answer from the current text."
+        for o in sources.outdated
+    ]
+    if sources.deleted:
+        names = ", ".join(sources.deleted)
+        notes.append(f"Source deleted since this answer: {names}. The passages it gave are no longer kept.")
+    return notes

@@ -156,6 +156,14 @@ def passage_html(
     return f'<div class="rs-passage" style="{style}">{before}{highlight(text, spans, terms)}{after}</div>'
 
 
+SOURCE_DELETED = "source deleted"
+
+
+def deleted_html() -> str:
+    """What stands where a deleted document's passage was (its text is gone from the catalog)."""
+    return passage_html(f"{SOURCE_DELETED}: this document was deleted, so its text is no longer kept.", dim=True)
+
+
 def excerpt_html(text: str, spans: Sequence[Span], context: int = 240) -> str:
     """``passage_html`` of the window around ``spans``."""
     ex = excerpt(text, spans, context)

@@ -13,7 +13,7 @@ from rag.answer import Answer, Citation
 from rag.records import ChunkRecord
 from rag.retrieval.matches import TermMatch
 from rag.retrieval.trace import Trace
-from rag.views.highlight import Span, breadcrumb, passage_html, term_spans
+from rag.views.highlight import Span, breadcrumb, deleted_html, passage_html, term_spans
 
 
 @dataclass
@@ -68,6 +68,8 @@ def source_views(
         main = _passage(
             c.chunk_id, c.doc_name or c.doc_id, c.page, c.heading_path, c.text, c.char_start, mine, False, terms
         )
+        if c.source_deleted:
+            main = Passage(c.chunk_id, main.where, deleted_html(), 0)
         near = []
         for nb in neighbours(c.chunk_id) if neighbours and not c.expanded_from else []:
             if nb.id not in in_evidence:
