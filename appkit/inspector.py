@@ -8,13 +8,16 @@ import streamlit as st
 from appkit import llm, show_error
 from appkit.widgets import column_config, settings_overrides
 from rag.ask import Turn
-from rag.eval.runs import add_judgement, goldset_paths
+from rag.errors import RagError
+from rag.eval.gold.builder import goldsets_dir, new_goldset_path, own_goldsets
+from rag.eval.runs import add_judgement
 from rag.kb import KnowledgeBase
 from rag.retrieval.matches import term_matches
 from rag.retrieval.replay import replay
 from rag.retrieval.trace import Trace
 from rag.views.answerability import feature_frame, verdict_lines
-from rag.views.charts import rank_flow_figure, score_figure, timings_figure
+from rag.views.charts import decision_figure, rank_flow_figure, score_figure, timings_figure
+from rag.views.decision import explain_trace
 from rag.views.highlight import md_escape
 from rag.views.ledger import (
     diff_summary,
@@ -53,19 +56,55 @@ def candidates(kb: KnowledgeBase, trace: Trace) -> None:
     _judge(kb, trace, shown.iloc[rows] if rows else shown.iloc[0:0])
 
 
+NEW_GOLDSET = "A new gold set…"
+
+
+def _chose_goldset() -> None:
+    st.session_state["_judge_goldset"] = st.session_state["judge_goldset"]
+
+
+def _label_target(kb: KnowledgeBase):
+    """The gold set to label into, as the user chose it (never a default: labels in the wrong set
+    are hard to find later), or None until they have. The choice is kept for the next question."""
+    names = [p.name for p in own_goldsets(kb)]
+    options = [*names, NEW_GOLDSET]
+    if st.session_state.get("_judge_goldset") in options:
+        st.session_state["judge_goldset"] = st.session_state["_judge_goldset"]
+    cols = st.columns([2, 2], vertical_alignment="bottom")
+    chosen = cols[0].selectbox(
+        "Label into gold set",
+        options,
+        index=None,
+        placeholder="Choose a gold set…",
+        key="judge_goldset",
+        on_change=_chose_goldset,
+    )
+    if chosen != NEW_GOLDSET:
+        return goldsets_dir(kb) / chosen if chosen else None
+    name = cols[1].text_input("New gold set name", key="judge_new_goldset", placeholder="e.g. leave-questions")
+    if not name.strip():
+        return None
+    try:
+        return new_goldset_path(kb, name)
+    except RagError as exc:
+        show_error(exc)
+        return None
+
+
 def _judge(kb: KnowledgeBase, trace: Trace, selected) -> None:
-    """Label selected candidates relevant / irrelevant into a gold set."""
+    """Label selected candidates relevant / irrelevant into the gold set the user picks."""
     if selected.empty:
         return
-    paths = goldset_paths(kb)
-    cols = st.columns([3, 1, 1], vertical_alignment="bottom")
-    path = cols[0].selectbox("Gold set", paths, format_func=lambda p: p.name, key="judge_goldset")
+    path = _label_target(kb)
+    cols = st.columns([1, 1, 2], vertical_alignment="bottom")
     verdict = None
-    if cols[1].button("Mark relevant", key="judge_relevant", icon=":material/check_circle:"):
+    if cols[0].button("Mark relevant", key="judge_relevant", icon=":material/check_circle:", disabled=path is None):
         verdict = True
-    if cols[2].button("Mark irrelevant", key="judge_irrelevant", icon=":material/cancel:"):
+    if cols[1].button("Mark irrelevant", key="judge_irrelevant", icon=":material/cancel:", disabled=path is None):
         verdict = False
-    if verdict is not None:
+    if path is None:
+        cols[2].caption("Choose the gold set these labels go into.")
+    if verdict is not None and path is not None:
         by_id = trace.by_id()
         try:
             for cid in selected["chunk_id"]:
@@ -76,15 +115,18 @@ def _judge(kb: KnowledgeBase, trace: Trace, selected) -> None:
 
 
 def scores(trace: Trace) -> None:
-    fb = trace.fallback
-    if fb is not None:
-        c = st.columns(4)
-        compared = "P(answerable)" if trace.answerability is not None else "Best rerank score"
-        c[0].metric("Decision", fb.action.value.replace("_", " "))
-        c[1].metric(compared, "—" if fb.best_score is None else f"{fb.best_score:.3f}")
-        c[2].metric("Threshold", f"{fb.threshold:.3f}")
-        c[3].metric("Margin", "—" if fb.margin is None else f"{fb.margin:+.3f}")
-        st.caption(f"Judged by {fb.judged_by} · attempts {trace.attempts} · {md_escape(fb.reason)}")
+    ex = explain_trace(trace)
+    if ex.action is not None:
+        for col, m in zip(st.columns(len(ex.metrics)), ex.metrics, strict=True):
+            col.metric(m.label, m.value)
+        st.markdown(md_escape(ex.why))
+        for line in ex.details:
+            st.caption(md_escape(line))
+        st.caption(
+            f"Judged by {trace.fallback.judged_by} · attempts {trace.attempts} · {md_escape(trace.fallback.reason)}"
+        )
+    if ex.operating_point is not None:
+        st.plotly_chart(decision_figure(ex.operating_point), key="decision_chart")
     if trace.answerability is not None:
         _answerability(trace.answerability)
     scores = score_frame(trace)
@@ -92,7 +134,7 @@ def scores(trace: Trace) -> None:
         st.info("No candidate reached the reranker.")
     else:
         best = float(scores["rerank_score"].max())
-        st.plotly_chart(score_figure(scores, trace.settings.get("rerank_threshold", 0.0), best), key="score_chart")
+        st.plotly_chart(score_figure(scores, ex.rerank_line, best), key="score_chart")
     flow = rank_flow(trace)
     if not flow.empty:
         st.plotly_chart(rank_flow_figure(flow), key="rank_flow_chart")

@@ -7,6 +7,7 @@ import streamlit as st
 import appkit
 from appkit import evaluation as runs_view
 from appkit.widgets import settings_overrides
+from rag.demo import DEMO_DIR
 from rag.errors import RagError
 from rag.eval.gold.builder import save_uploaded_goldset
 from rag.eval.runs import goldset_paths, list_runs, load_run, run_goldset
@@ -28,6 +29,10 @@ def _goldsets() -> list[Path]:
     return [p for p in goldset_paths(kb, bundled=True) if p.exists()]
 
 
+def _goldset_label(path: Path) -> str:
+    return f"{path.name} (shipped demo set)" if path.parent == DEMO_DIR else path.name
+
+
 def _upload_goldset() -> None:
     with st.expander("Add a gold set (JSON Lines, see docs/GOLDSETS.md)"):
         up = st.file_uploader("Gold set file", type=["jsonl"], key="gold_upload")
@@ -37,7 +42,8 @@ def _upload_goldset() -> None:
             except RagError as exc:
                 appkit.show_error(exc)
                 return
-            st.success(f"Saved {len(gold)} questions as {md_escape(target.name)}.")
+            st.session_state["_saved_goldset"] = (target, f"Saved {len(gold)} questions as {md_escape(target.name)}.")
+            st.rerun()  # the picker above lists it now, chosen
 
 
 def _run(path: Path, configs: list[dict], answers: bool) -> None:
@@ -65,7 +71,12 @@ def _setup() -> None:
         st.info("No gold set for this knowledge base yet: add one below, or label candidates in the Inspector.")
         _upload_goldset()
         return
-    path = st.selectbox("Gold set", paths, format_func=lambda p: p.name + f" ({p.parent.name})", key="eval_goldset")
+    saved, note = st.session_state.pop("_saved_goldset", (None, ""))
+    if saved in paths:
+        st.session_state["eval_goldset"] = saved
+    path = st.selectbox("Gold set", paths, format_func=_goldset_label, key="eval_goldset")
+    if note:
+        st.success(note)
     _upload_goldset()
     two = st.toggle("Compare two configurations", key="eval_two")
     cols = st.columns(2 if two else 1)

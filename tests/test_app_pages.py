@@ -293,10 +293,13 @@ def test_inspector_labels_selected_candidates_into_a_gold_set(app_kb):
     assert "judge_relevant" not in [b.key for b in at.button]  # nothing selected yet
     at.session_state["ledger"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
     run(at)
+    assert at.selectbox(key="judge_goldset").value is None  # it asks which set; no default
+    assert at.button(key="judge_relevant").disabled
+    run(at.selectbox(key="judge_goldset").set_value("A new gold set…"))
+    run(at.text_input(key="judge_new_goldset").set_value("leave-labels"))
     run(at.button(key="judge_relevant").click())
     assert "Labelled 1 candidate" in texts(at.success)
-    chosen = at.selectbox(key="judge_goldset").value
-    assert chosen.parent == goldsets_dir(app_kb)
+    chosen = goldsets_dir(app_kb) / "leave-labels.jsonl"
     item = next(i for i in load_goldset(chosen).items if i.question == ANSWERABLE)
     top = at.dataframe(key="ledger").value.iloc[0]
     assert any(p.doc == top["doc"] for p in item.relevant)

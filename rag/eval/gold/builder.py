@@ -73,6 +73,26 @@ def goldsets_dir(kb: KnowledgeBase) -> Path:
     return Path(kb.settings.home) / "goldsets" / kb.name
 
 
+GOLDSET_NAME = re.compile(r"^[\w][\w.-]{0,63}$")  # a file stem: letters (any script), digits, _ . -
+
+
+def new_goldset_path(kb: KnowledgeBase, name: str) -> Path:
+    """Where a gold set named ``name`` (with or without ``.jsonl``) of ``kb`` lives; the file is
+    made by the first label. Raises ``GoldSetError`` for a name that is not a plain file name."""
+    stem = (name or "").strip().removesuffix(".jsonl")
+    if not GOLDSET_NAME.match(stem):
+        raise GoldSetError(
+            f"'{name}' is not a usable gold-set name.",
+            fix="Use up to 64 letters, digits, '_', '.' or '-', starting with a letter or digit.",
+        )
+    return goldsets_dir(kb) / f"{stem}.jsonl"
+
+
+def own_goldsets(kb: KnowledgeBase) -> list[Path]:
+    """The gold sets of ``kb`` that exist (labels go only into these, or into a new one)."""
+    return sorted(goldsets_dir(kb).glob("*.jsonl"))
+
+
 def save_uploaded_goldset(kb: KnowledgeBase, filename: str, data: bytes) -> tuple[GoldSet, Path]:
     """Check an uploaded gold-set file and keep it, as sent, in :func:`goldsets_dir` (named after
     the file); returns the parsed set and where it was written. Raises ``GoldSetError``."""
@@ -91,14 +111,22 @@ def save_uploaded_goldset(kb: KnowledgeBase, filename: str, data: bytes) -> tupl
 def goldset_paths(kb: KnowledgeBase, bundled: bool = False) -> list[Path]:
     """The knowledge base's gold-set files (``*.jsonl`` in :func:`goldsets_dir`), or the default
     ``gold.jsonl`` there (created by the first judgement) when there are none. With ``bundled``,
-    the demo gold set shipped in ``data/demo`` (tune and test splits) follows for the demo
-    knowledge base (read it; label into the files above)."""
-    from rag.demo import DEMO_GOLD_TEST, DEMO_GOLD_TUNE, DEMO_KB
+    every gold set shipped in ``data/demo`` (:func:`bundled_goldsets`) follows for the demo
+    knowledge base (read them; label into the files above)."""
+    from rag.demo import DEMO_KB
 
     found = sorted(goldsets_dir(kb).glob("*.jsonl")) or [goldsets_dir(kb) / "gold.jsonl"]
     if bundled and kb.name == DEMO_KB:
-        found += [p for p in (DEMO_GOLD_TUNE, DEMO_GOLD_TEST) if p.exists()]
+        found += bundled_goldsets()
     return found
+
+
+def bundled_goldsets() -> list[Path]:
+    """The gold sets shipped with the demo corpus (``data/demo/gold*.jsonl``: the tune and test
+    splits, the Chinese paraphrases, any added later), by name."""
+    from rag.demo import DEMO_DIR
+
+    return sorted(DEMO_DIR.glob("gold*.jsonl"))
 
 
 def chunk_passage(chunk: ChunkLike, grade: int = 1) -> Passage:
