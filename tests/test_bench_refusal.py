@@ -196,3 +196,56 @@ def test_a_removed_question_whose_answer_another_passage_holds_is_not_counted_cl
     assert left == {"1": True, "2": True, "3": False}
     assert {r.qid for r in result.clean().rows} == {"3"}
     assert "(1 of 3 questions)" in result.clean_line()
+
+
+def _ablation_rows(set_name: str = "scifact-train", n: int = 120) -> list[Row]:
+    """Questions whose answerability ``cover_sentence`` tells apart and ``agree`` does not (noise)."""
+    import random
+
+    rng = random.Random(7)
+    rows = []
+    for i in range(n):
+        for condition in ("as_is", "removed"):
+            signal = rng.gauss(0.7 if condition == "as_is" else 0.3, 0.15)
+            x = {f: rng.random() for f in ("p_top", "p_margin", "missing_share", "cover_chunk", "kind_missing")}
+            x |= {"cover_sentence": signal, "agree": rng.random()}
+            absent = ["sabbatical"] if condition == "removed" and i % 10 == 0 else []
+            rows.append(Row(set_name, str(i), condition, "q", False, "answer", 0.5, "latin", x, absent, 1.0))
+    return rows
+
+
+def test_ablation_shows_what_a_feature_buys():
+    from rag.bench.ablation import RULE, ablate
+
+    results = {a.removed: a for a in ablate(_ablation_rows(), ["cover_sentence", "agree", RULE])}
+    assert results[""].model == "latin" and results[""].questions == 120
+    assert results[""].auc > 0.9  # every feature: the signal is there
+    assert results["cover_sentence"].auc < 0.7  # without the signal the model reads noise
+    assert abs(results["agree"].auc - results[""].auc) < 0.03  # the noise feature buys nothing
+    # the rule refuses 12 unanswerable questions on its own: without it as many or fewer are refused
+    assert results[RULE].unanswerable_refused <= results[""].unanswerable_refused
+    assert all(a.answerable_refused <= 0.08 for a in results.values())
+
+
+def test_ablation_reads_training_sets_only():
+    from rag.bench.ablation import ablate
+    from rag.errors import DatasetError
+
+    with pytest.raises(DatasetError, match="training sets only"):
+        ablate(_ablation_rows("scifact"), ["agree"])
+    with pytest.raises(ValueError, match="unknown ablation"):
+        ablate(_ablation_rows(), ["no-such-feature"])
+
+
+def test_ablate_option_refuses_test_sets_before_asking():
+    import argparse
+
+    from rag.bench.refusal import main
+    from rag.errors import DatasetError
+
+    args = argparse.Namespace(sets=["scifact"], ablate=["all"], fallback="", folds="", limit=1, dump="")
+    with pytest.raises(DatasetError, match="test sets"):
+        main(args)
+    args = argparse.Namespace(sets=["scifact-train"], ablate=["nope"], fallback="", folds="", limit=1, dump="")
+    with pytest.raises(DatasetError, match="Unknown --ablate"):
+        main(args)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from rag.bench.report_plots import Curve, curve
 from rag.config import Settings
 from rag.eval.beir_import import import_beir
 from rag.eval.gold.builder import goldsets_dir
@@ -150,6 +151,65 @@ def run_ref(run: EvalRun, home: str) -> str:
         f"run `{run.id}` in kb `{run.kb}` (data dir `{shown_path(home)}`), config `{run.config_fingerprint}`, "
         f"{run.duration_s:.0f} s"
     )
+
+
+def removal_table(removed: EvalRun) -> str:
+    """RGB-zh with each question's own passages filtered out: refused, answered, and answered with
+    the reference answer found in another passage."""
+    r, asked = removed.summary["refusal"], len(removed.questions)
+    rows = [
+        ["refused (correct)", r["correct_refusals"], fmt(r["refusal_recall"])],
+        ["answered anyway", r["answered_when_should_refuse"], fmt(_share(r["answered_when_should_refuse"], asked))],
+        [
+            "answered and still containing the reference answer (found in another passage)",
+            leaked(removed),
+            fmt(_share(leaked(removed), asked)),
+        ],
+    ]
+    return markdown_table(["", "questions", "share"], rows)
+
+
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def run_curve(label: str, *runs: EvalRun) -> Curve | None:
+    """The refusal trade-off of ``runs`` together, from each question's P(answerable)."""
+    return curve(label, [(q.answerable_p, q.should_refuse) for run in runs for q in run.questions if not q.error])
+
+
+def demo_split(kb, path: Path, split: str, settings: Settings) -> tuple[str, EvalRun]:
+    """One demo split's section and its run."""
+    from rag.eval.gold.goldset import load_goldset
+
+    gold = load_goldset(path)
+    run = pipeline_run(kb, gold, settings, answers=True, label=f"demo gold set ({split})")
+    md = f"""### {split} split (`data/demo/{path.name}`)
+
+{len(gold)} questions: {run.summary["answerable"]} answerable, {run.summary["should_refuse"]} that must be refused.
+
+{pipeline_tables(run, ("chunk", "doc"))}
+{quality_sentence(run)}
+{refusal_sentence(run)} {answer_sentence(run)} {latency_sentence(run)}
+({run_ref(run, str(settings.home))})"""
+    return md, run
+
+
+def demo_status(run: EvalRun, name: str, split: str, role: str) -> list[str]:
+    """The status row of one demo split: key facts, citation precision, refusals."""
+    q, r = run.summary.get("answer_quality", {}), run.summary["refusal"]
+    answerable = r["total"] - r["should_refuse"]
+    figure = (
+        f"key-fact recall **{fmt(q.get('key_fact_recall'))}**, citation precision {fmt(q.get('citation_precision'))}; "
+        f"refused {r['correct_refusals']}/{r['should_refuse']} that must be, {r['false_refusals']}/{answerable} that must not"
+    )
+    return [
+        f"Demo gold set, {split}",
+        f"`data/demo/{name}`, {r['total']} questions ({split}: {role})",
+        figure,
+        "none set" if split == "tune" else "key facts 1.0, no false refusal",
+        f"`python -m rag eval run data/demo/{name} --kb demo`",
+    ]
 
 
 def positives_removed(gold: GoldSet) -> tuple[GoldSet, dict[str, set[str]]]:

@@ -64,6 +64,12 @@ def add_parsers(sub) -> None:
     rep.add_argument("--out", default="docs/BENCHMARKS.md")
     rep.add_argument("--only", action="append", choices=["scifact", "rgb-zh", "demo"], help="run only these sections")
     rep.add_argument("--rgb-limit", type=int, default=0, help="RGB-zh answer runs on the first N questions only")
+    rep.add_argument(
+        "--refusal-dump",
+        action="append",
+        default=[],
+        help="a `bench refusal --dump` file: its trade-off curves join the plot",
+    )
     rep.set_defaults(func=cmd_report)
 
 
