@@ -302,9 +302,10 @@ class KnowledgeBase:
         )
         return [(int(r[0]), str(r[1])) for r in rows]
 
-    def term_stats(self, terms: list[str], doc_ids: set[str] | None = None) -> TermStats:
-        """Chunks containing each BM25 term, within ``doc_ids`` when given (answerability)."""
-        return self.bm25().term_stats(terms, doc_ids)
+    def term_stats(self, terms: list[str], doc_ids: set[str] | None = None, near: bool = True) -> TermStats:
+        """Chunks containing each BM25 term, within ``doc_ids`` when given (answerability);
+        ``near``: with how absent terms are present after all (``BM25Index.term_stats``)."""
+        return self.bm25().term_stats(terms, doc_ids, near)
 
     # -- BM25 -----------------------------------------------------------------------
     @property

@@ -112,8 +112,8 @@ class FakeKB:
             for h in self.bm25.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         ]
 
-    def term_stats(self, terms: list[str], doc_ids: set[str] | None = None) -> TermStats:
-        return self.bm25.term_stats(terms, doc_ids)
+    def term_stats(self, terms: list[str], doc_ids: set[str] | None = None, near: bool = True) -> TermStats:
+        return self.bm25.term_stats(terms, doc_ids, near)
 
     def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
         if not (doc_ids or tags or date_from or date_to):

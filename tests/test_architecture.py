@@ -26,6 +26,7 @@ ROOMS: dict[str, tuple[int, str]] = {
     "rag.llm": (0, "kernel"),
     "rag.store": (1, "store/ingest"),
     "rag.ingest": (1, "store/ingest"),
+    "rag.text": (1, "store/ingest"),
     "rag.kb": (2, "knowledge base"),
     "rag.backup": (2, "knowledge base"),
     "rag.demo": (2, "knowledge base"),

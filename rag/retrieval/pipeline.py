@@ -16,8 +16,9 @@ from typing import Any
 
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.limits import check_query
+from rag.records import TermStats
 from rag.retrieval import evidence, fallback
-from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of
+from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of, synonym_tokens
 from rag.retrieval.answerability.terms import question_terms
 from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
@@ -208,6 +209,8 @@ class _Judge:
             for s in ranked.results[:EVIDENCE_CHUNKS]
         ]
         stats = self.kb.term_stats(list(question_terms(self.question)), self.allowed)
+        others = self.kb.term_stats(synonym_tokens(self.question), self.allowed, near=False)
+        stats = TermStats(stats.chunks, {**others.df, **stats.df}, stats.near)
         return assess(
             self.question,
             chunks,

@@ -39,6 +39,29 @@ class FallbackAction(str, Enum):  # noqa: UP042
     REJECT = "reject"
 
 
+class Decider(str, Enum):  # noqa: UP042
+    """What decided whether the evidence answers the question: the rule or threshold a decision names."""
+
+    NOTHING_RECALLED = "nothing_recalled"  # no candidate to judge
+    ABSENT_TERMS = "absent_terms"  # a question word in no searched chunk refuses on its own
+    ANSWERABILITY = "answerability"  # the fitted model's P(answerable) against answerable_threshold
+    TOP_SCORE_RULE = "top_score_rule"  # no fitted model: best rerank score against rerank_threshold
+    RERANK_THRESHOLD = "rerank_threshold"  # no answerability stage: best rerank score against rerank_threshold
+    UNCALIBRATED = "uncalibrated"  # scores not calibrated: no threshold applied
+
+
+class ActionCause(str, Enum):  # noqa: UP042
+    """Why the decision took its action once the evidence was judged."""
+
+    ANSWERS = "answers"  # the evidence answers
+    WIDEN = "widen"  # weak on the first attempt: recall widened once
+    RETRIED = "retried"  # still weak after the wider retry
+    SPECIFIC = "specific"  # weak, and the question is specific: refused
+    VAGUE = "vague"  # weak, and the question is too vague to search well: asked back
+    POLICY = "policy"  # the fallback policy (clarify or reject) chose the action
+    LLM = "llm"  # the LLM judge chose the action
+
+
 @dataclass
 class Candidate:
     chunk_id: str
@@ -102,10 +125,24 @@ class FallbackDecision:
     threshold: float
     judged_by: str = "rules"  # rules | llm
     message: str = ""  # the clarifying question or refusal text shown to the user
+    decided_by: Decider | None = None  # the rule or threshold that decided (None: stored before it was recorded)
+    vetoed_terms: list[str] = field(default_factory=list)  # the absent-term rule's words, when it refused
+    cause: ActionCause | None = None  # why this action once the evidence was judged
+    cause_detail: str = ""  # the vagueness found, or the LLM's reason
 
     @property
     def margin(self) -> float | None:
         return None if self.best_score is None else self.best_score - self.threshold
+
+
+@dataclass
+class TermMatch:
+    """How the searched documents say one salient question term."""
+
+    term: str  # as the user wrote it
+    found: str  # as written | spelling (a typo, a jieba cut, a figure in digits) | synonym | absent
+    via: str = ""  # the spelling or synonyms found, with the resource that gave them
+    in_best_sentence: bool = False  # whether the best evidence sentence holds it (any of those ways)
 
 
 @dataclass
@@ -130,6 +167,7 @@ class Answerability:
     missing: str = ""  # what was missing, for the user ("The documents don't mention 'x'.")
     reader: str = ""  # the readers behind the ``reader`` / ``reader_sentence`` features, or why none was used
     reader_window: str = ""  # the evidence window the reader rated highest
+    term_matches: list[TermMatch] = field(default_factory=list)  # each salient term: how it was found
 
 
 @dataclass
@@ -191,9 +229,13 @@ class Trace:
         if d.get("fallback"):
             fb = d["fallback"]
             fb["action"] = FallbackAction(fb["action"])
+            fb["decided_by"] = Decider(fb["decided_by"]) if fb.get("decided_by") else None
+            fb["cause"] = ActionCause(fb["cause"]) if fb.get("cause") else None
             d["fallback"] = FallbackDecision(**fb)
         if d.get("answerability"):
-            d["answerability"] = Answerability(**d["answerability"])
+            a = d["answerability"]
+            a["term_matches"] = [TermMatch(**m) for m in a.get("term_matches", [])]
+            d["answerability"] = Answerability(**a)
         return cls(**d)
 
 

@@ -198,9 +198,11 @@ class BM25Index:
                     out[cid][term] = float(value)
         return out
 
-    def term_stats(self, terms: Iterable[str], doc_ids: set[str] | None = None) -> TermStats:
+    def term_stats(self, terms: Iterable[str], doc_ids: set[str] | None = None, near: bool = True) -> TermStats:
         """How many chunks (of ``doc_ids`` when given) contain each of ``terms`` (already tokenized),
-        read from the index's own postings: a term with ``df == 0`` occurs nowhere in that scope."""
+        read from the index's own postings: a term with ``df == 0`` occurs nowhere in that scope.
+        ``near``: also look for how an absent term is present after all (``_near``; it scans the
+        scope, so counts of synonyms skip it)."""
         terms = list(dict.fromkeys(terms))
         if self._retriever is None:
             return TermStats(0, dict.fromkeys(terms, 0))
@@ -208,14 +210,17 @@ class BM25Index:
         if rows is not None:
             rows[self._rows_of(doc_ids)] = True
         df = {term: self._df(term, rows) for term in terms}
-        near = {t: v for t in terms if df[t] == 0 and (v := self._near(t, rows))}
+        scope = len(self.ids) if rows is None else int(rows.sum())
+        if not near:
+            return TermStats(scope, df)
+        found = {t: v for t in terms if df[t] == 0 and (v := self._near(t, rows))}
         # jieba also cuts pieces out of a number ("三千元" -> "三千", "千元"); a piece of a
         # number the scope spells in digits is present as that number
-        numbers = {t: v for t, v in near.items() if is_figure(v)}
+        numbers = {t: v for t, v in found.items() if is_figure(v)}
         for t in terms:
-            if df[t] == 0 and t not in near:
-                near.update((t, v) for whole, v in numbers.items() if t in whole)
-        return TermStats(len(self.ids) if rows is None else int(rows.sum()), df, near)
+            if df[t] == 0 and t not in found:
+                found.update((t, v) for whole, v in numbers.items() if t in whole)
+        return TermStats(scope, df, found)
 
     def _df(self, term: str, rows: np.ndarray | None) -> int:
         tid = self._retriever.vocab_dict.get(term)

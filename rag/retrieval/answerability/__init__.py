@@ -10,7 +10,7 @@ documents don't mention 'sabbatical'".
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
@@ -29,9 +29,20 @@ from rag.retrieval.answerability.terms import (
     question_terms,
     sentences,
 )
-from rag.retrieval.trace import Answerability
+from rag.retrieval.trace import Answerability, TermMatch
+from rag.text.frequency import is_everyday
+from rag.text.synonyms import Synonym, synonyms
 
-__all__ = ["FEATURES", "Answerability", "EvidenceChunk", "assess", "features", "is_chinese", "script_of"]
+__all__ = [
+    "FEATURES",
+    "Answerability",
+    "EvidenceChunk",
+    "assess",
+    "features",
+    "is_chinese",
+    "script_of",
+    "synonym_tokens",
+]
 
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
@@ -87,6 +98,7 @@ class _Read:
     best_sentence: str
     readers: dict[str, str] = field(default_factory=dict)  # reader feature -> the model that gave it
     reader_window: str = ""
+    matches: tuple[TermMatch, ...] = ()  # how each salient term was found
 
 
 def features(
@@ -102,20 +114,21 @@ def features(
     ``reader_sentence``; without one its feature is left out)."""
     surface = question_terms(question)
     near = stats.near
-    gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near}  # in no searched chunk
-    df = {t: stats.df.get(t, 0) or (1 if t in near else 0) for t in surface}
+    others = present_synonyms(surface, stats)
+    gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
+    df = {t: stats.df.get(t, 0) or _alias_df(t, near, others.get(t, ()), stats) for t in surface}
     weights = {t: idf(df[t], max(stats.chunks, 1)) for t in surface}
     total = sum(weights.values()) or 1.0
     absent = tuple(surface[t] for t in surface if t in gone)
     missing_share = sum(w for t, w in weights.items() if t in gone) / total if weights else 0.0
     kind = asks_for(question)
     top = list(ranked[:EVIDENCE_CHUNKS])
-    cover_chunk = coverage(weights, surface, top[0].text, near).share if top else 0.0
+    cover_chunk = coverage(weights, surface, top[0].text, near, others=others).share if top else 0.0
     best, best_share, best_missing = "", 0.0, tuple(surface.values())
     for chunk in top:
-        headed = held_terms(weights, chunk.heading, near) if chunk.heading else frozenset()
+        headed = held_terms(weights, chunk.heading, near, others) if chunk.heading else frozenset()
         for sent in sentences(chunk.text):
-            cov = coverage(weights, surface, sent, near, headed)
+            cov = coverage(weights, surface, sent, near, headed, others)
             # ties go to the sentence that carries what is asked for
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):
@@ -138,7 +151,54 @@ def features(
     if sentence_reader is not None:
         x["reader_sentence"] = _read_sentences(sentence_reader, question, top)
         readers["reader_sentence"] = sentence_reader.label
-    return _Read(x, kind, absent, unheld, best, readers, window)
+    matches = term_matches(surface, stats, others, best)
+    return _Read(x, kind, absent, unheld, best, readers, window, matches)
+
+
+def synonym_tokens(question: str) -> list[str]:
+    """The BM25 tokens of every synonym of ``question``'s terms, whose counts in the scope tell
+    which synonyms the documents use (``present_synonyms``)."""
+    return list(dict.fromkeys(tok for t in question_terms(question) for s in synonyms(t) for tok in s.tokens))
+
+
+def present_synonyms(surface: Mapping[str, str], stats: TermStats) -> dict[str, tuple[Synonym, ...]]:
+    """Term -> its synonyms that some chunk of the scope holds every token of (its terms that the
+    scope holds as written need none)."""
+    out: dict[str, tuple[Synonym, ...]] = {}
+    for t in surface:
+        if stats.df.get(t, 0):
+            continue
+        found = tuple(s for s in synonyms(t) if all(stats.df.get(tok, 0) for tok in s.tokens))
+        if found:
+            out[t] = found
+    return out
+
+
+def _alias_df(t: str, near: Mapping[str, str], others: Sequence[Synonym], stats: TermStats) -> int:
+    """A term's document frequency through how the scope says it: its synonyms' (the rarest
+    token of each, the most used synonym), or 1 for a spelling ``near`` found."""
+    by_synonym = max((min(stats.df.get(tok, 0) for tok in s.tokens) for s in others), default=0)
+    return by_synonym or (1 if t in near else 0)
+
+
+def term_matches(
+    surface: Mapping[str, str], stats: TermStats, others: Mapping[str, Sequence[Synonym]], best: str
+) -> tuple[TermMatch, ...]:
+    """For each salient term: found as written, as another spelling, as a synonym, or not at all,
+    and whether the best sentence holds it."""
+    in_best = held_terms(surface, best, stats.near, others) if best else frozenset()
+    out: list[TermMatch] = []
+    for t, shown in surface.items():
+        if stats.df.get(t, 0):
+            how, via = "as written", ""
+        elif t in stats.near:
+            how, via = "spelling", stats.near[t]
+        elif t in others:
+            how, via = "synonym", ", ".join(f"{s.spelling} ({s.source})" for s in others[t][:3])
+        else:
+            how, via = "absent", ""
+        out.append(TermMatch(shown, how, via, t in in_best))
+    return tuple(out)
 
 
 def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, str]:
@@ -220,6 +280,7 @@ def assess(
         missing=_missing(read, question) if not ok else "",
         reader=readers or (_reader_off(use_reader) if script in READER_SCRIPTS else ""),
         reader_window=read.reader_window[:400] if "reader" in model.features else "",
+        term_matches=list(read.matches),
     )
 
 
@@ -233,11 +294,15 @@ def vetoing(absent: Sequence[str], script: str, question: str = "") -> list[str]
     if script not in VETO_SCRIPTS:
         return []
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}  # "how long", "how far": the kind asked
-    return [
-        t
-        for t in absent
-        if _VETO_WORD.fullmatch(t) and t.lower() not in ENGLISH_STOP_WORDS and t.lower() not in shaping
-    ]
+    return [t for t in absent if _VETO_WORD.fullmatch(t) and not _is_frame(t, shaping)]
+
+
+def _is_frame(term: str, shaping: set[str]) -> bool:
+    """A word of the question's frame, not its subject: a stop word, the word after "how", or an
+    everyday word (``rag.text.frequency``): none of them refuses or is named as missing."""
+    low = term.lower()
+    lang = "zh" if CJK_LETTER.search(term) else "en"
+    return low in ENGLISH_STOP_WORDS or low in shaping or is_everyday(term, lang)
 
 
 def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
@@ -252,7 +317,7 @@ def _missing(read: _Read, question: str) -> str:
     """What the evidence lacks, in words a user can act on ('' when nothing specific), in Chinese
     for a Chinese question (``is_chinese``)."""
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}
-    named = [t for t in read.absent if t.lower() not in ENGLISH_STOP_WORDS | shaping]  # not "often", "long"
+    named = [t for t in read.absent if not _is_frame(t, shaping)]  # not "often", "long", "money"
     readings = [read.x[f] for f in read.readers]
     zh = is_chinese(question)
     if named:

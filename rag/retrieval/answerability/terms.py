@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
@@ -18,6 +18,8 @@ from types import MappingProxyType
 
 from rag.store.numerals import holds_number, is_figure
 from rag.store.tokenize import tokenize
+from rag.text.frequency import is_grammar
+from rag.text.synonyms import Synonym
 
 # Words that shape a question but are not its subject: a document rarely contains "how" or
 # "什么", so counting them would read as "the documents don't mention it".
@@ -45,7 +47,9 @@ _CATEGORY_BEFORE_EN = frozenset("is are was were does do did can could will woul
 CATEGORY_AFTER_ZH = frozenset("哪些 哪个 哪一个 哪种 哪一种 哪类 哪一类 什么".split())
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_SCRIPTS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"  # Han, kana, Hangul
-_WORD = re.compile(rf"[{_CJK_SCRIPTS}]+|[^\W_]+", re.UNICODE)
+_WORD = re.compile(rf"[{_CJK_SCRIPTS}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+# "I've", "I'm", "doesn't", "employee's": the tail is grammar, not a word to look for
+_CONTRACTION = re.compile(r"['’](?:ve|m|re|ll|d|s|t)$|n['’]t$", re.I)
 _LATIN_RUN = re.compile(rf"[^\W_{_CJK_SCRIPTS}]+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 
@@ -111,9 +115,9 @@ def question_terms(question: str) -> Mapping[str, str]:
     the answer category after "which" / "哪些" (``CATEGORY_AFTER_*``).
     Cached (read-only): the pipeline reads them for the term statistics and again for the features."""
     out: dict[str, str] = {}
-    words = _WORD.findall(question)
+    words = [_CONTRACTION.sub("", w) for w in _WORD.findall(question)]
     for i, word in enumerate(words):
-        if word.lower() in QUESTION_WORDS_EN or _is_category(words, i):
+        if word.lower() in QUESTION_WORDS_EN or _is_category(words, i) or _is_grammar(word):
             continue
         prev = ""
         for term in tokenize(word):
@@ -131,6 +135,11 @@ def question_terms(question: str) -> Mapping[str, str]:
                 continue
             out.setdefault(term, term if _CJK_CHAR.search(term) else _latin_surface(term, word))
     return MappingProxyType(out)
+
+
+def _is_grammar(word: str) -> bool:
+    """One of the most common English words ("here", "am"), not a figure ("one", "three")."""
+    return bool(_LATIN_RUN.fullmatch(word)) and is_grammar(word) and not carries(AnswerKind.NUMBER, word)
 
 
 def _latin_surface(term: str, word: str) -> str:
@@ -167,17 +176,20 @@ class Coverage:
     missing: tuple[str, ...]  # terms (surface forms) not present
 
 
-def held_terms(terms, text: str, near: dict[str, str] | None = None) -> frozenset[str]:
+def held_terms(
+    terms, text: str, near: dict[str, str] | None = None, others: Mapping[str, Sequence[Synonym]] | None = None
+) -> frozenset[str]:
     """The ``terms`` that ``text`` holds. ``near`` maps a term to how the scope spells it (a
     corrected typo; the term itself for a CJK word that jieba cut differently there: then its
     characters are looked for as they are; or, for a number spelled in words, its digits:
-    "六百" is held by "600 元")."""
+    "六百" is held by "600 元"); ``others``, to its synonyms present in the scope ("vacation"
+    is held by "holiday")."""
     tokens = set(tokenize(text))
-    near = near or {}
+    near, others = near or {}, others or {}
 
     def held(t: str) -> bool:
         alias = near.get(t, "")
-        if t in tokens:
+        if t in tokens or any(s.held_by(text, tokens) for s in others.get(t, ())):
             return True
         if not alias:
             return False
@@ -194,12 +206,13 @@ def coverage(
     text: str,
     near: dict[str, str] | None = None,
     given: frozenset[str] = frozenset(),
+    others: Mapping[str, Sequence[Synonym]] | None = None,
 ) -> Coverage:
     """How much of the question's weight ``text`` holds, counting the ``given`` terms as held
     (those of the headings the text sits under: see :func:`held_terms`)."""
     total = sum(weights.values())
     if total <= 0:
         return Coverage(1.0, ())
-    got_terms = held_terms(weights, text, near) | given
+    got_terms = held_terms(weights, text, near, others) | given
     got = sum(w for t, w in weights.items() if t in got_terms)
     return Coverage(got / total, tuple(surface[t] for t in weights if t not in got_terms))

@@ -1,0 +1,102 @@
+"""Write the English synonym table ``rag/text/data/wordnet-synonyms.tsv.gz`` from WordNet 3.0.
+
+    apt-get install wordnet-base        # Debian's WordNet 3.0 database, /usr/share/wordnet
+    python -m rag.bench.build_synonyms [--wordnet /usr/share/wordnet]
+
+For each single-word lemma, its synonyms are the other lemmas of its ``SENSES`` most frequent
+synsets per part of speech (WordNet lists a lemma's synsets most frequent first, from its
+sense-tagged corpus): "vacation" -> "holiday", but "leave" not -> "farewell" (its third noun
+sense). Rarer senses are left out because a synonym only has to hold where a user means the
+word's everyday sense, and every extra sense is a way to count an unrelated word as present.
+The table is small (a few MB compressed) and ships in the package with WordNet's licence
+(``rag/text/data/WORDNET-LICENSE``), so nothing is looked up or downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+from pathlib import Path
+
+# most frequent synsets read per lemma: a noun's second sense is often the same thing seen
+# another way ("leave" -> "leave of absence"); a verb's or adjective's is another thing ("sick" -> "vomit")
+SENSES = {"noun": 2, "verb": 1, "adj": 1, "adv": 1}
+# a synonym much more common than its word is a generic one ("password" -> "word"): it would be
+# found in almost any passage, so it says nothing (Zipf scale: log10 of uses per billion words)
+MAX_ZIPF_RISE = 0.75
+OUT = Path(__file__).resolve().parents[1] / "text" / "data" / "wordnet-synonyms.tsv.gz"
+
+
+def synset_words(data: Path) -> dict[int, list[str]]:
+    """Synset offset -> its lemmas (lower case, spaces for underscores, adjective markers dropped)."""
+    out: dict[int, list[str]] = {}
+    with data.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("  "):  # the licence header
+                continue
+            parts = line.split()
+            count = int(parts[3], 16)
+            words = [parts[4 + 2 * i].split("(")[0].replace("_", " ").lower() for i in range(count)]
+            out[int(parts[0])] = words
+    return out
+
+
+def lemma_senses(index: Path) -> dict[str, tuple[list[int], int]]:
+    """Lemma -> (its synset offsets, most frequent first; how many of them the sense-tagged corpus saw)."""
+    out: dict[str, tuple[list[int], int]] = {}
+    with index.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("  "):
+                continue
+            parts = line.split()
+            synsets, pointers = int(parts[2]), int(parts[3])
+            offsets = parts[6 + pointers : 6 + pointers + synsets]
+            out[parts[0].replace("_", " ")] = ([int(o) for o in offsets], int(parts[5 + pointers]))
+    return out
+
+
+def build(root: Path) -> dict[str, set[str]]:
+    from wordfreq import zipf_frequency
+
+    senses = {pos: lemma_senses(root / f"index.{pos}") for pos in SENSES}
+    table: dict[str, set[str]] = {}
+    for pos, read in SENSES.items():
+        words = synset_words(root / f"data.{pos}")
+        for lemma, (offsets, tagged) in senses[pos].items():
+            if " " in lemma or "-" in lemma or not lemma.isalpha():
+                continue
+            # a part of speech the tagged corpus never saw the word in, where it saw another
+            # ("sick" as a verb, "to vomit"), is not what a user means by it
+            if not tagged and any(senses[p].get(lemma, ((), 0))[1] for p in SENSES if p != pos):
+                continue
+            ceiling = zipf_frequency(lemma, "en") + MAX_ZIPF_RISE
+            for offset in offsets[:read]:
+                table.setdefault(lemma, set()).update(
+                    w for w in words.get(offset, ()) if w != lemma and zipf_frequency(w, "en") <= ceiling
+                )
+    nouns = senses["noun"]
+    # "days" (a lifetime) is its own lemma beside "day": a user's "days" means the plural of "day"
+    plural = {w for w in table if w.endswith("s") and (w[:-1] in nouns or (w.endswith("es") and w[:-2] in nouns))}
+    return {k: v for k, v in table.items() if v and k not in plural}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--wordnet", default="/usr/share/wordnet", help="WordNet 3.0 dict folder (data.noun, index.noun, ...)"
+    )
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args(argv)
+    root = Path(args.wordnet)
+    if not (root / "data.noun").exists():
+        raise SystemExit(f"no WordNet database in {root}: apt-get install wordnet-base, or pass --wordnet DIR")
+    table = build(root)
+    lines = [f"{k}\t{'|'.join(sorted(v))}\n" for k, v in sorted(table.items())]
+    # mtime=0: the same WordNet gives the same bytes
+    Path(args.out).write_bytes(gzip.compress("".join(lines).encode("utf-8"), compresslevel=9, mtime=0))
+    print(f"wrote {args.out}: {len(lines)} lemmas")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

