@@ -75,6 +75,7 @@ def expect(error: type[RagError], name: str, data: bytes, **kwargs: int) -> RagE
 def test_corrupt_pdf() -> None:
     err = expect(ParseError, "broken.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 8)
     assert "re-export" in str(err)
+    assert ".)." not in str(err) and ").." not in str(err)  # PDFium's own full stop is not doubled
 
 
 def test_truncated_pdf() -> None:

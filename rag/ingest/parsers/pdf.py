@@ -155,13 +155,14 @@ def _open(name: str, data: bytes) -> pdfium.PdfDocument:
         return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
         code = getattr(exc, "err_code", None)
+        why = str(exc).rstrip(". ")  # PDFium's own sentence ends with '.': "(… Data format error)." not ".)."
         if code == pdfium_c.FPDF_ERR_PASSWORD:
             raise ParseError(f"'{name}' is password-protected.", fix=PASSWORD_FIX) from exc
         if code == pdfium_c.FPDF_ERR_SECURITY:
             raise ParseError(
-                f"'{name}' is encrypted in a way that cannot be opened ({exc}).", fix=PASSWORD_FIX
+                f"'{name}' is encrypted in a way that cannot be opened ({why}).", fix=PASSWORD_FIX
             ) from exc
-        raise ParseError(f"'{name}' is not a readable PDF; it may be damaged or incomplete ({exc}).") from exc
+        raise ParseError(f"'{name}' is not a readable PDF; it may be damaged or incomplete ({why}).") from exc
 
 
 def _page_lines(name: str, pdf: pdfium.PdfDocument, max_pages: int) -> list[list[PdfLine]]:
