@@ -5,8 +5,9 @@ character index, so a line's characters are indexed by their offsets in that tex
 gets its box (from ``FPDFText_CountRects``/``GetRect``: one rectangle per run of glyphs, cheap)
 and a size (the height of its first glyph's loose box: font size times any text matrix scale,
 which ``FPDFText_GetFontSize`` ignores). A line whose runs leave a gap wider than
-``CELL_GAP_EMS`` times that size is cut into cells at its wide gaps (per-character boxes, read only
-for those lines); ``pdf_tables`` turns runs of such lines into tables.
+``CELL_GAP_EMS`` times that size is cut into cells at its wide gaps, unless every cell starts in
+a monospaced font (code and program output align with spaces, not columns); ``pdf_tables`` turns
+runs of such lines into tables.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ LINE_END_HYPHEN = "\ufffe"
 _UNICODE_HYPHEN_MARK = 2  # what FPDFText_GetUnicode returns where FPDFText_GetText writes U+FFFE
 # Word gaps are ~0.3 em and rarely pass 1 em in justified prose; table columns leave more.
 CELL_GAP_EMS = 1.3
+_FIXED_PITCH = 1  # PDF 32000-1, table 123: font descriptor flags
+_BOLD_WEIGHT = 600
+_MONOSPACED_NAMES = (b"courier", b"mono", b"consol", b"typewriter")
 _LINE_BREAK_RE = re.compile(r"\r\n|\r|\n")
 
 
@@ -34,6 +38,7 @@ class Cell:
 
     text: str
     left: float
+    bold: bool = False  # its first glyph's font is bold (weight 600+, or "Bold" in its name)
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,24 @@ def _cells(
         at = pdfium_c.FPDFText_GetCharIndexAtPos(textpage.raw, left + 0.5, (bottom + top) / 2, 1.0, 1.0)
         if cuts[-1][0] < at < end:
             cuts.append((at, left))
+    styles = [_style(textpage, at) for at, _ in cuts]
+    if all(fixed for fixed, _ in styles):
+        return ()  # code or program output: its columns are runs of spaces in a monospaced font
     stops = [*(at for at, _ in cuts[1:]), end]
-    cells = (Cell(text[at:stop].strip(), left) for (at, left), stop in zip(cuts, stops, strict=True))
+    cells = (
+        Cell(text[at:stop].strip(), left, bold) for (at, left), stop, (_, bold) in zip(cuts, stops, styles, strict=True)
+    )
     return tuple(cell for cell in cells if cell.text)
+
+
+def _style(textpage: pdfium.PdfTextPage, index: int) -> tuple[bool, bool]:
+    """(monospaced, bold) for the character's font: flag 1 (FixedPitch) or name; weight or name.
+
+    The standard 14 fonts carry no descriptor, so their flags say nothing: "Courier" is in the name.
+    """
+    flags = ctypes.c_int()
+    name = ctypes.create_string_buffer(128)
+    pdfium_c.FPDFText_GetFontInfo(textpage.raw, index, name, len(name), ctypes.byref(flags))
+    bold = pdfium_c.FPDFText_GetFontWeight(textpage.raw, index) >= _BOLD_WEIGHT or b"bold" in name.value.lower()
+    fixed = bool(flags.value & _FIXED_PITCH) or any(word in name.value.lower() for word in _MONOSPACED_NAMES)
+    return fixed, bold

@@ -9,7 +9,8 @@ numbered line is a header: "Chapter 4: Function reference 16"; a bare "Chapter 3
 ``MIN_PAGES`` and ``MIN_SHARE`` of the pages (a plain line at the top of three pages of a long
 book can be content). A line holding only a page number ("12", "iv", "- 3 -", "Page 3 of 9") at
 an edge goes too. Lines are removed from each edge inwards and removal stops at the first line
-that is not running. Documents of fewer than ``MIN_PAGES`` pages keep their repeated lines (two
+that is not running; the last line removed must stand ``SET_APART`` times its size from the first
+line kept (a numbered first line of body text is in the body's spacing, a header is not). Documents of fewer than ``MIN_PAGES`` pages keep their repeated lines (two
 pages cannot tell a header from content).
 """
 
@@ -26,7 +27,7 @@ from rag.ingest.parsers.pdf_lines import PdfLine
 EDGE_LINES = 2
 MIN_PAGES = 3
 MIN_SHARE = 0.1
-_ROMAN = r"(?=[ivxlcdm])m{0,4}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
+_ROMAN = r"(?=[ivxl])(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"  # i to lxxxix: front-matter page numbers
 _ROMAN_RE = re.compile(_ROMAN, re.IGNORECASE)
 _DIGITS_RE = re.compile(r"\d+")
 _PAGE_NUMBER_RE = re.compile(
@@ -34,6 +35,8 @@ _PAGE_NUMBER_RE = re.compile(
     re.IGNORECASE,
 )
 _LABEL_RE = re.compile(r"(?:chapter|part|appendix|section|lesson|unit) #")  # "Chapter 1" opens a chapter
+# Lines of text stand about one size (loose glyph box height) apart; a header or footer further.
+SET_APART = 1.6
 HEIGHT_STEP = 3.0  # points; a running line stands within a step or two of the same height on every page
 _TOP, _BOTTOM = "top", "bottom"
 _Key = tuple[str, str, int]
@@ -94,14 +97,23 @@ def _key(page: list[PdfLine], edge: str, index: int) -> _Key:
 
 
 def _dropped(page: list[PdfLine], running: Callable[[_Key], bool]) -> set[int]:
+    by_height = sorted(range(len(page)), key=lambda i: -page[i].top)
     drop: set[int] = set()
-    for edge in (_TOP, _BOTTOM):
-        for side, i in _edge_lines(page):
-            if side != edge:
-                continue
+    for order in (by_height, by_height[::-1]):
+        edge = _TOP if order is by_height else _BOTTOM
+        run = []
+        for i in order[:EDGE_LINES]:
             if not running(_key(page, edge, i)) and not is_page_number(page[i].text):
                 break
-            drop.add(i)
+            run.append(i)
+        while run and len(run) < len(order) and not _set_apart(page, run[-1], order[len(run)]):
+            run.pop()  # the last line taken sits in the body's line spacing: it is body text
+        drop.update(run)
     if len(drop) >= len(page):  # a page of nothing but edge lines keeps them (a title page)
         return set()
     return drop
+
+
+def _set_apart(page: list[PdfLine], edge_line: int, body_line: int) -> bool:
+    """A header or footer stands further from the body than the body's lines from each other."""
+    return abs(page[edge_line].top - page[body_line].top) > SET_APART * page[body_line].size

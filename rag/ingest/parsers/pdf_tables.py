@@ -5,8 +5,12 @@ the table's columns start (``MIN_ALIGNED`` of them within ``ALIGN_EMS`` of the l
 line of one cell inside the run is a wrapped cell when it starts under a column other than the
 first (its text joins that cell of the row above), or a row of its own when it starts under the
 first column and a table row follows it. Runs of fewer than ``MIN_ROWS`` cut lines are left as
-text. Each row becomes one line of its cells joined by `` | `` (empty cells left out), the first
-row (the header, as printed) included, so a row never runs into the next one or into prose.
+text. The table becomes a paragraph of one line per row, cells joined by `` | `` (empty cells left
+out): the first row as printed, then each row. When the first row is a header (every cell of it
+bold, the row below not: a page that continues a table starts with a plain row) and has a cell
+for every column, each cell of the rows below says its column ("City: Dublin | Tier: B"), so a row
+read alone (a chunk cut inside the table, a sentence quoted in an answer) still says what its
+values are; otherwise rows are their cells only.
 """
 
 from __future__ import annotations
@@ -28,9 +32,18 @@ class Table:
     first: int
     last: int
     rows: tuple[tuple[str, ...], ...]
+    bold_header: bool = False  # the first row is set in bold and the second is not
 
     def lines(self) -> list[str]:
-        return [CELL_SEPARATOR.join(cell for cell in row if cell) for row in self.rows]
+        """The first row as printed, then each row; under a bold, full header each cell says its column."""
+        header, *body = self.rows
+        width = max(len(row) for row in self.rows)
+        labelled = self.bold_header and len(header) == width and all(header)
+        lines = [CELL_SEPARATOR.join(cell for cell in header if cell)]
+        for row in body:
+            cells = [f"{header[i]}: {cell}" if labelled else cell for i, cell in enumerate(row) if cell]
+            lines.append(CELL_SEPARATOR.join(cells))
+        return lines
 
 
 def find_tables(lines: list[PdfLine], offset: int = 0) -> list[Table]:
@@ -41,7 +54,7 @@ def find_tables(lines: list[PdfLine], offset: int = 0) -> list[Table]:
         if table is None:
             i += 1
             continue
-        tables.append(Table(table.first + offset, table.last + offset, table.rows))
+        tables.append(Table(table.first + offset, table.last + offset, table.rows, table.bold_header))
         i = table.last + 1
     return tables
 
@@ -107,7 +120,12 @@ def _table_at(lines: list[PdfLine], first: int) -> Table | None:
         last = j
     if grid.cut_rows < MIN_ROWS:
         return None
-    return Table(first, last, tuple(tuple(row) for row in grid.rows))
+    return Table(first, last, tuple(tuple(row) for row in grid.rows), _bold_header(lines[first], lines[first + 1]))
+
+
+def _bold_header(head: PdfLine, below: PdfLine) -> bool:
+    """A header row looks unlike the rows under it: bold over regular (a page continuing a table has none)."""
+    return all(cell.bold for cell in head.cells) and not (below.cells and all(cell.bold for cell in below.cells))
 
 
 def _row_follows(lines: list[PdfLine], j: int, grid: _Grid) -> bool:
