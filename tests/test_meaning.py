@@ -103,3 +103,18 @@ def test_a_same_topic_question_the_documents_do_not_answer_is_refused_naming_the
     t = retrieve(handbook, "How many weeks of sabbatical do I get after ten years?")
     assert t.fallback.action is FallbackAction.REJECT
     assert "'sabbatical'" in t.answerability.missing
+
+
+def test_the_inspector_table_says_how_each_term_was_found():
+    from rag.retrieval.trace import Answerability, TermMatch
+    from rag.views.meaning import term_match_frame
+
+    a = Answerability(
+        "m", "latin", {}, {}, {}, 0.0, 0.9, 0.5, True, "number", [], [], "", "",
+        term_matches=[TermMatch("vacation", "synonym", "holiday (WordNet 3.0)", True), TermMatch("sabbatical", "absent")],
+    )  # fmt: skip
+    df = term_match_frame(a)
+    assert df.to_dict("records") == [
+        {"term": "vacation", "found": "as a synonym", "via": "holiday (WordNet 3.0)", "in best sentence": "✓"},
+        {"term": "sabbatical", "found": "not at all", "via": "—", "in best sentence": "—"},
+    ]
