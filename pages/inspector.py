@@ -8,6 +8,7 @@ from appkit.probe import why_not
 from rag import ask
 from rag.answer import Outcome
 from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown
+from rag.views.decision import turn_note
 from rag.views.highlight import md_escape
 from rag.views.ledger import bm25_label
 
@@ -106,10 +107,8 @@ def _header(turn, trace) -> None:
         if answer.outcome is Outcome.ANSWER:
             st.markdown(answer_markdown(answer.text))
         else:
-            st.warning(
-                f"**{'Clarifying question' if answer.outcome is Outcome.CLARIFY else 'Not answered'}** — "
-                f"{md_escape(answer.text)}  \nWhy: {md_escape(answer.refusal_reason)}"
-            )
+            note = turn_note(answer, trace)
+            st.warning(f"**{note.title}** — {md_escape(answer.text)}  \n{md_escape(note.why)}")
 
 
 _ask_new()

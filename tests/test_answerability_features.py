@@ -167,7 +167,7 @@ def test_inspector_view_lists_every_feature_with_its_weight_and_contribution():
     assert row["value"] == 0.9 and row["weight"] == 4.0 and row["contribution"] == pytest.approx(3.6)
     assert df.set_index("feature").loc["bias", "contribution"] == -2.0
     lines = verdict_lines(a)
-    assert lines[0].startswith("Decided by logreg[test] (latin script): P(answerable)")
+    assert lines[0].startswith("Model logreg[test] (latin script): P(answerable)")
     assert "Found in no searched chunk: 'sabbatical'." in lines
     assert lines[-1] == "Shown to the user: The documents don't mention 'sabbatical'."
 

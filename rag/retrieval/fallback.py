@@ -15,20 +15,18 @@ import logging
 import re
 from dataclasses import dataclass
 
-from rag.retrieval.answerability import is_chinese
+from rag.retrieval.answerability import is_chinese, vetoing
 from rag.retrieval.rewrite import LLM_ERRORS, ask_json
-from rag.retrieval.trace import Answerability, FallbackAction, FallbackDecision
+from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
 
 REFUSAL_TEXT = (
     "I can't find enough support for this in the knowledge base, so I won't answer it. "
-    "Try rephrasing, widening the filters, or adding the documents that cover it."
+    "Try rephrasing it, or add the documents that cover it."
 )
-REFUSAL_TEXT_ZH = (
-    "知识库里没有足够的依据回答这个问题，所以不作回答。可以换个说法、放宽筛选条件，或添加涵盖这方面内容的文档。"
-)
+REFUSAL_TEXT_ZH = "知识库里没有足够的依据回答这个问题，所以不作回答。可以换个说法，或添加涵盖这方面内容的文档。"
 
 
 def refusal_text(question: str) -> str:
@@ -85,34 +83,57 @@ def clarify_message(question: str) -> str:
     )
 
 
+def decider(ev: Evidence) -> tuple[Decider, list[str]]:
+    """The rule or threshold that decides for ``ev``, and the absent-term rule's words when it refuses."""
+    if ev.recalled == 0 or ev.best_score is None:
+        return Decider.NOTHING_RECALLED, []
+    a = ev.answerability
+    if a is None:
+        return (Decider.RERANK_THRESHOLD if ev.calibrated else Decider.UNCALIBRATED), []
+    if a.threshold <= 0:  # the stage never refuses (uncalibrated scores under the rule, or turned off)
+        return Decider.UNCALIBRATED, []
+    veto = vetoing(a.absent_terms, a.script, ev.question)
+    if veto and not a.answerable:
+        return Decider.ABSENT_TERMS, veto
+    return (Decider.ANSWERABILITY if a.weights else Decider.TOP_SCORE_RULE), []
+
+
 def _comparison(ev: Evidence) -> str:
-    if ev.recalled == 0:
+    """The decider's comparison first; figures that did not decide follow, saying so."""
+    rule, veto = decider(ev)
+    if rule is Decider.NOTHING_RECALLED:
         return "nothing was recalled"
-    if ev.answerability is not None:
-        a = ev.answerability
-        best = "" if ev.best_score is None else f" (best rerank score {ev.best_score:.3f})"
-        return f"{a.reason}{best}" + (f"; {a.missing.rstrip('.')}" if a.missing else "")
-    if not ev.calibrated:
+    if rule is Decider.UNCALIBRATED:
         return "reranker scores are not calibrated; threshold not applied"
-    op = ">=" if ev.best_score is not None and ev.best_score >= ev.threshold else "<"
-    return f"best rerank score {ev.best_score:.3f} {op} threshold {ev.threshold:.3f}"
+    if rule is Decider.RERANK_THRESHOLD:
+        op = ">=" if ev.best_score >= ev.threshold else "<"
+        return f"best rerank score {ev.best_score:.3f} {op} threshold {ev.threshold:.3f}"
+    a = ev.answerability
+    op = ">=" if a.probability >= a.threshold else "<"
+    compared = "best rerank score" if rule is Decider.TOP_SCORE_RULE else "P(answerable)"
+    out = f"{compared} {a.probability:.3f} {op} {a.threshold:.3f}"
+    if rule is Decider.ABSENT_TERMS:
+        words = ", ".join(repr(t) for t in veto)
+        out = f"absent-term rule: {words} in no searched chunk (it refuses whatever the score; {out})"
+    return out + (f"; {a.missing.rstrip('.')}" if a.missing else "")
 
 
 def decide_by_rules(ev: Evidence, policy: str = "auto") -> FallbackDecision:
     base = _comparison(ev)
     if not is_weak(ev):
-        return _decision(FallbackAction.ANSWER, base, ev)
+        return _decision(FallbackAction.ANSWER, base, ev, cause=ActionCause.ANSWERS)
     # a term the searched documents never use stays missing however wide the search
     absent = ev.answerability is not None and bool(ev.answerability.absent_terms)
     can_widen = ev.attempt == 1 and ev.recalled > 0 and not absent
     if policy in ("auto", "retry_wider") and can_widen:
-        return _decision(FallbackAction.RETRY_WIDER, f"{base}; widening recall once", ev)
+        return _decision(FallbackAction.RETRY_WIDER, f"{base}; widening recall once", ev, cause=ActionCause.WIDEN)
     vague = vagueness(ev.question)
     if policy == "clarify" or (policy != "reject" and vague):
-        why = vague or "policy is clarify"
-        return _decision(FallbackAction.CLARIFY, f"{base}; {why}", ev, clarify_message(ev.question))
+        why, cause = (vague, ActionCause.VAGUE) if vague else ("policy is clarify", ActionCause.POLICY)
+        return _decision(FallbackAction.CLARIFY, f"{base}; {why}", ev, clarify_message(ev.question), cause=cause)
     tail = "after a wider retry" if ev.attempt > 1 else "question is specific"
-    return _decision(FallbackAction.REJECT, f"{base}; {tail}", ev, refusal_message(ev))
+    cause = ActionCause.RETRIED if ev.attempt > 1 else ActionCause.SPECIFIC
+    return _decision(FallbackAction.REJECT, f"{base}; {tail}", ev, refusal_message(ev), cause=cause)
 
 
 def refusal_message(ev: Evidence) -> str:
@@ -125,12 +146,27 @@ def refusal_message(ev: Evidence) -> str:
     return f"{missing}{text}" if is_chinese(ev.question) else f"{missing} {text}"
 
 
-def _decision(action: FallbackAction, reason: str, ev: Evidence, message: str = "", by: str = "rules"):
-    """The decision with the score and threshold actually compared (P(answerable) when it ran)."""
+def _decision(
+    action: FallbackAction,
+    reason: str,
+    ev: Evidence,
+    message: str = "",
+    by: str = "rules",
+    cause: ActionCause | None = None,
+    detail: str = "",
+) -> FallbackDecision:
+    """The decision with the score and threshold actually compared (P(answerable) when it ran),
+    the rule that decided, and why this action."""
     a = ev.answerability
     compared = a is not None and ev.recalled > 0
     score, threshold = (a.probability, a.threshold) if compared else (ev.best_score, ev.threshold)
-    return FallbackDecision(action, reason, score, threshold, judged_by=by, message=message)
+    rule, veto = decider(ev)
+    if cause is ActionCause.VAGUE and not detail:
+        detail = vagueness(ev.question)
+    return FallbackDecision(
+        action, reason, score, threshold, judged_by=by, message=message,
+        decided_by=rule, vetoed_terms=veto, cause=cause, cause_detail=detail,
+    )  # fmt: skip
 
 
 _JUDGE_PROMPT = (
@@ -162,10 +198,14 @@ def decide(ev: Evidence, policy: str = "auto", llm: object | None = None, snippe
             raise ValueError(f"action {action.value!r} not allowed here")
     except LLM_ERRORS as exc:
         log.warning("LLM fallback verdict unusable (%s); using the rules", exc)
-        return _decision(rule.action, f"{rule.reason} (LLM verdict unusable: {exc})", ev, rule.message)
+        reason = f"{rule.reason} (LLM verdict unusable: {exc})"
+        return _decision(rule.action, reason, ev, rule.message, cause=rule.cause, detail=rule.cause_detail)
     message = str(out.get("message") or "")
     if action is FallbackAction.REJECT:
         message = refusal_message(ev)
     elif action is FallbackAction.CLARIFY and not message:
         message = clarify_message(ev.question)
-    return _decision(action, f"{_comparison(ev)}; LLM: {str(out['reason'])[:300]}", ev, message, by="llm")
+    said = str(out["reason"])[:300]
+    return _decision(
+        action, f"{_comparison(ev)}; LLM: {said}", ev, message, by="llm", cause=ActionCause.LLM, detail=said
+    )

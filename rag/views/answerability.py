@@ -30,8 +30,10 @@ def feature_frame(a: Answerability) -> pd.DataFrame:
 
 
 def verdict_lines(a: Answerability) -> list[str]:
-    """Plain sentences: the model, the comparison, what the question asks for and what is missing."""
-    lines = [f"Decided by {a.model} ({a.script} script): {a.reason}."]
+    """Plain sentences: the model and its comparison, what the question asks for and what is missing
+    (which rule decided is ``rag.views.decision``'s to say)."""
+    op = "≥" if a.probability >= a.threshold else "<"
+    lines = [f"Model {a.model} ({a.script} script): P(answerable) {a.probability:.3f} {op} {a.threshold:.3f}."]
     if a.asks_for:
         lines.append(f"The question asks for a {'name' if a.asks_for == 'person' else a.asks_for}.")
     if a.absent_terms:

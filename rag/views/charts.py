@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
+from rag.views.decision import ChartLine, OperatingPoint
 from rag.views.highlight import escape
 from rag.views.ledger import STAGES
 
@@ -62,8 +63,9 @@ def rank_flow_figure(flow: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def score_figure(scores: pd.DataFrame, threshold: float, best: float | None) -> go.Figure:
-    """Rerank scores as a strip per status, with the fallback threshold drawn as a line."""
+def score_figure(scores: pd.DataFrame, line: ChartLine | None, best: float | None, title: str = "") -> go.Figure:
+    """Rerank scores as a strip per status; ``line``: the rerank threshold, drawn only when it is
+    what decided (``rag.views.decision.Explanation.rerank_line``)."""
     fig = go.Figure()
     for status, rows in scores.groupby("status", sort=False):
         fig.add_trace(
@@ -80,16 +82,45 @@ def score_figure(scores: pd.DataFrame, threshold: float, best: float | None) -> 
                 hoverinfo="text+x",
             )
         )
-    fig.add_vline(
-        x=threshold,
-        line=dict(color="#e3342f", dash="dash"),
-        annotation_text=f"threshold {threshold:.2f}",
-        annotation_position="top",
-    )
+    if line is not None:
+        fig.add_vline(
+            x=line.value,
+            line=dict(color="#e3342f", dash="dash"),
+            annotation_text=escape(line.label),
+            annotation_position="top",
+        )
     if best is not None:
         fig.add_vline(x=best, line=dict(color="#1f9d55", dash="dot"), annotation_text=f"best {best:.2f}")
-    fig.update_layout(title="Rerank score distribution", showlegend=False, **{**_LAYOUT, "height": 300})
+    fig.update_layout(
+        title=escape(title or "Rerank score distribution"), showlegend=False, **{**_LAYOUT, "height": 300}
+    )
     fig.update_xaxes(title="rerank score")
+    return fig
+
+
+def decision_figure(point: OperatingPoint) -> go.Figure:
+    """P(answerable) against the threshold it was compared with, on [0, 1]: the operating point
+    that decided (``rag.views.decision.Explanation.operating_point``)."""
+    passed = point.probability >= point.threshold
+    fig = go.Figure(
+        go.Scatter(
+            x=[point.probability],
+            y=[0],
+            mode="markers",
+            marker=dict(color="#1f9d55" if passed else "#e3342f", size=16, symbol="diamond"),
+            hoverinfo="text",
+            hovertext=escape(point.label),
+        )
+    )
+    fig.add_vline(
+        x=point.threshold,
+        line=dict(color="#e3342f", dash="dash"),
+        annotation_text=f"{point.threshold:.2f}",
+        annotation_position="top",
+    )
+    fig.update_layout(title=escape(point.label), showlegend=False, **{**_LAYOUT, "height": 180})
+    fig.update_xaxes(title="P(answerable)", range=[-0.02, 1.02])
+    fig.update_yaxes(visible=False, range=[-1, 1])
     return fig
 
 
