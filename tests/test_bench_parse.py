@@ -81,6 +81,15 @@ def test_bench_parse_prints_a_row_per_file_and_extractor(tmp_path: Path, capsys)
     assert "blank.pdf: EmptyDocument" in out
 
 
+def test_bench_parse_structure_counts_headings_chunks_and_running_lines(tmp_path: Path, capsys) -> None:
+    _pdf_with_outline(tmp_path / "manual.pdf")
+    assert main(["bench", "parse", str(tmp_path), "--structure"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| manual.pdf"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[:2] == ["manual.pdf", "2"] and float(cells[2]) > 0
+    assert cells[3:] == ["2 (outline)", "2/2 (100%)", "0", "0"]
+
+
 def test_bench_parse_rejects_an_unknown_extractor(tmp_path: Path) -> None:
     _pdf_with_outline(tmp_path / "manual.pdf")
     with pytest.raises(ValueError, match="unknown extractor"):

@@ -2,7 +2,9 @@
 
 For every PDF under DIR and every extractor: glued-word rate, pages with replacement characters,
 time per page, CJK characters (and spurious spaces between them), headings kept as lines and
-bullets kept at line starts (definitions: ``rag.bench.text_quality``). ``pypdfium2`` runs the
+bullets kept at line starts (definitions: ``rag.bench.text_quality``). ``--structure`` reports
+instead what the shipped parser makes of each file's structure (issue 32): headings and where they
+came from, the share of chunks with a heading path, running headers and footers removed, tables. ``pypdfium2`` runs the
 shipped parser's own reading (``rag.ingest.parsers.pdf.page_texts``, bomb check included); pypdf
 and pdfminer.six are the alternatives measured, from requirements-dev.txt. The PDFs are not part
 of the repository: docs/BENCHMARKS.md names the Debian packages they come from.
@@ -149,6 +151,61 @@ def markdown(rows: list[Measured]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Structure:
+    """What the shipped parser makes of one PDF's structure (issue 32), and its time per page."""
+
+    file: str
+    pages: int
+    ms_per_page: float
+    headings: int
+    headings_from: str
+    chunks: int
+    chunks_with_heading: int
+    running_lines_removed: int
+    tables: int
+
+
+def structure_of(path: Path, max_pages: int, repeat: int = 1) -> Structure:
+    """Parse and chunk as ingest does (default chunking); time ``parse_file``, the fastest of ``repeat``."""
+    from rag.ingest.chunking import chunk_document
+    from rag.ingest.parsers import parse_file
+    from rag.ingest.parsers.pdf import read_structure
+
+    data = path.read_bytes()
+    seconds, parsed = float("inf"), None
+    for _ in range(max(repeat, 1)):
+        start = time.perf_counter()
+        parsed = parse_file(path.name, data, max_pages=max_pages)
+        seconds = min(seconds, time.perf_counter() - start)
+    found, _ = read_structure(path.name, data, max_pages)
+    chunks = chunk_document(parsed)
+    return Structure(
+        path.name,
+        parsed.page_count,
+        1000 * seconds / parsed.page_count,
+        len(parsed.headings),
+        found.headings_from or "-",
+        len(chunks),
+        sum(1 for c in chunks if c.heading_path),
+        found.running_lines_removed,
+        found.tables,
+    )
+
+
+def structure_markdown(rows: list[Structure]) -> str:
+    lines = [
+        "| PDF | pages | ms/page | headings (from) | chunks with a heading | running lines removed | tables |",
+        "|---|---:|---:|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.file} | {r.pages} | {r.ms_per_page:.1f} | {r.headings} ({r.headings_from}) "
+            f"| {_share(r.chunks_with_heading, r.chunks)} | {r.running_lines_removed} | {r.tables} |"
+        )
+    return "\n".join(lines)
+
+
 def verdicts(paths: list[Path]) -> list[str]:
     """What the shipped parser says of each file it refuses (e.g. a scan without a text layer)."""
     from rag.errors import RagError
@@ -170,6 +227,9 @@ def main(args: argparse.Namespace) -> int:
         from rag.errors import RagError
 
         raise RagError(f"No PDF files under {root}.", fix="Give a folder that holds .pdf files.")
+    if args.structure:
+        print(structure_markdown([structure_of(p, args.max_pages, args.repeat) for p in paths if not verdicts([p])]))
+        return 0
     names = [n.strip() for n in args.extractors.split(",") if n.strip()]
     unknown = sorted(set(names) - set(EXTRACTORS))
     if unknown:
@@ -188,4 +248,9 @@ def add_parser(bsub) -> None:
     p.add_argument("--extractors", default=",".join(EXTRACTORS), help="comma-separated, from: " + ", ".join(EXTRACTORS))
     p.add_argument("--max-pages", type=int, default=2000, help="read at most this many pages of each file")
     p.add_argument("--repeat", type=int, default=1, help="time each extraction this many times, keep the fastest")
+    p.add_argument(
+        "--structure",
+        action="store_true",
+        help="instead: the shipped parser's headings, chunks with a heading, running lines removed, tables, ms/page",
+    )
     p.set_defaults(func=main)
