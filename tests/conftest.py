@@ -1,4 +1,7 @@
-"""Shared fixtures: the real bundled embedder (loaded once), a fresh data dir, a real `chroma run` server."""
+"""Shared fixtures: the real bundled embedder (loaded once), a fresh data dir, a real `chroma run` server.
+
+Tests that load a model, open Chroma, run Streamlit's AppTest or drive Chromium are marked ``slow``
+here (``scripts/test.sh --fast`` runs the rest): see ``pytest_collection_modifyitems``."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ import socket
 import subprocess
 import sys
 import time
+import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +29,82 @@ hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# What makes a test slow: a fixture that loads the bundled embedder or starts Chroma, ...
+SLOW_FIXTURES = frozenset({"embedder", "make_kb", "chroma_server"})
+SLOW_MARKERS = frozenset({"browser", "server"})
+# ... or a name its code uses (directly, through a fixture or through a helper in tests/): a model
+# loader or reader, a real knowledge base (Chroma), Streamlit's AppTest, Chromium, llama.cpp, a
+# child Python (``sys.executable``: the CLI, a driver). A test that loads something heavy another
+# way carries ``@pytest.mark.slow`` where it is defined.
+SLOW_NAMES = frozenset(
+    {
+        "load_embedder",
+        "minilm_embed",
+        "make_tiny_model",
+        "KnowledgeBase",
+        "build_kb",
+        "build_probe_kb",
+        "AppTest",
+        "AppServer",
+        "chromium_page",
+        "sync_playwright",
+        "build_llama_cpp",
+        "read_e5",
+        "E5Encoder",
+        "AnswerReader",
+        "SentenceReader",
+        "shipped_reader",
+        "shipped_sentence_reader",
+        "train_e5",
+        "time_set",
+        "executable",
+    }
+)
+TESTS = Path(__file__).resolve().parent
+
+
+def code_names(code: types.CodeType) -> Iterator[str]:
+    """The global and attribute names ``code`` uses, nested functions included."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from code_names(const)
+
+
+def names_used(func, seen: set) -> set[str]:
+    """The names ``func`` uses, and those of the helpers defined in tests/ that it calls."""
+    func = getattr(func, "__wrapped__", func)
+    code = getattr(func, "__code__", None)
+    if code is None or code in seen:
+        return set()
+    seen.add(code)
+    names = set(code_names(code))
+    for name in list(names):
+        helper = getattr(func, "__globals__", {}).get(name)
+        helper_code = getattr(helper, "__code__", None)
+        if helper_code is not None and Path(helper_code.co_filename).is_relative_to(TESTS):
+            names |= names_used(helper, seen)
+    return names
+
+
+def is_slow(item: pytest.Item) -> bool:
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    if any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+        return True
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None:
+        funcs += [d.func for defs in info.name2fixturedefs.values() for d in defs]
+    seen: set = set()
+    return any(SLOW_NAMES & names_used(f, seen) for f in funcs if f is not None)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not item.get_closest_marker("slow") and is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")
