@@ -72,8 +72,10 @@ def read_lines(textpage: pdfium.PdfTextPage) -> list[PdfLine]:
         end = match.start() if match else len(text)
         if text[start:end].strip():
             line = _line(textpage, text, start, end)
-            if line is not None:
-                lines.append(line)
+            if line is None:  # PDFium gave its characters no box: keep the text, placed as the line above
+                above = lines[-1] if lines else PdfLine("", 0.0, 0.0, 0.0, 0.0)
+                line = PdfLine(text[start:end].strip(), above.top, above.bottom, above.left, above.size)
+            lines.append(line)
         start = match.end() if match else end
     return lines
 
