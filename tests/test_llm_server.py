@@ -18,11 +18,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import require
 
-pytest.importorskip(
-    "llama_cpp",
-    reason="llama-cpp-python is not installed: CMAKE_ARGS=... pip install -r requirements-llm.txt (CI installs it)",
-)
+require("llama_cpp")
 
 from rag.answer import REFUSAL_TEXT, EventKind, Outcome, SentenceKind  # noqa: E402
 from rag.answer.citations import CitationValidator  # noqa: E402

