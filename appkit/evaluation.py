@@ -16,6 +16,7 @@ from rag.views.evaluation import (
     run_label,
 )
 from rag.views.highlight import md_escape
+from rag.views.tables import display_frame
 
 
 def overview(runs: list[EvalRun]) -> str:
@@ -52,8 +53,8 @@ def comparison(runs: list[EvalRun], level: str) -> None:
     if cmp.index_changed:
         st.warning("The index changed between the runs: differences may come from the data too.")
     left, right = st.columns(2)
-    left.dataframe(delta_frame(cmp), hide_index=True, width="stretch", key="eval_deltas")
-    right.dataframe(question_delta_frame(cmp, b), hide_index=True, width="stretch", key="eval_qdeltas")
+    left.dataframe(display_frame(delta_frame(cmp)), hide_index=True, width="stretch", key="eval_deltas")
+    right.dataframe(display_frame(question_delta_frame(cmp, b)), hide_index=True, width="stretch", key="eval_qdeltas")
 
 
 def refusal_curve(run: EvalRun) -> None:

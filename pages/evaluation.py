@@ -18,6 +18,7 @@ from rag.views.evaluation import (
     stage_table,
 )
 from rag.views.highlight import md_escape
+from rag.views.tables import display_frame
 
 appkit.page_setup()
 
@@ -111,7 +112,7 @@ def _pick_runs() -> list:
 def _questions(runs: list, level: str) -> None:
     run = runs[-1]
     st.subheader("Per question" + (f" — run {run.id}" if len(runs) > 1 else ""))
-    df = question_frame(run, level)
+    df = display_frame(question_frame(run, level))
     event = st.dataframe(
         df,
         hide_index=True,
@@ -145,7 +146,7 @@ if not data.empty:
     st.plotly_chart(metrics_figure(data), key="eval_chart")
 tables = st.columns(len(runs))
 for col, run in zip(tables, runs, strict=True):
-    col.dataframe(stage_table(run, level), hide_index=True, width="stretch", key=f"stages_{run.id}")
+    col.dataframe(display_frame(stage_table(run, level)), hide_index=True, width="stretch", key=f"stages_{run.id}")
 for run in runs:
     runs_view.refusal_curve(run)
 if len(runs) == 2:

@@ -18,6 +18,6 @@ def check_query(query: str, settings: Settings, allow_empty: bool = False) -> st
     if len(query) > settings.max_query_chars:
         raise LimitExceeded(
             f"The question is {len(query):,} characters long; the limit is {settings.max_query_chars:,}.",
-            fix="Ask a shorter question (put long text in a document and upload it), or raise RAG_MAX_QUERY_CHARS.",
+            fix="Ask a shorter question; to ask about a long text, upload it as a document first.",
         )
     return query

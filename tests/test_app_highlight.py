@@ -124,7 +124,7 @@ def test_matched_terms_are_marked_beside_cited_spans_and_escaped(payload):
     assert out.count('class="rs-term"') == 2 and out.count("<mark") == 1  # terms outside the cited span
     cited = out[out.index("<mark") : out.index("</mark>")]
     assert "rs-term" not in cited and "employees get 25 days of annual leave." in cited  # the quote stays whole
-    assert 'title="BM25 term: leav"' in out
+    assert 'title="BM25 term: leave"' in out and 'leav"' not in out  # the word as written, not its stem
     alone = highlight(text, (), terms)
     assert alone.count('class="rs-term"') == 5 and "<mark" not in alone
 
@@ -133,3 +133,23 @@ def test_overlapping_jieba_terms_merge_into_one_mark():
     text = "标准为二十五天"
     marked = highlight(text, (), term_spans(text, ["二十", "十五", "二十五"]))
     assert marked.count('class="rs-term"') == 1 and ">二十五</span>" in marked
+
+
+def test_heading_markers_are_not_shown_and_spans_still_mark_their_text():
+    from rag.views.highlight import passage_html, plain_text, strip_heading_marks
+
+    text = "## Leave\nEmployees get 25 days.\n  ### Sick leave\nTen days. Item #4 stays."
+    at = text.index("25 days")
+    shown, spans = strip_heading_marks(text, [Span(at, at + 7, "1")])
+    assert shown == "Leave\nEmployees get 25 days.\nSick leave\nTen days. Item #4 stays."
+    assert shown[spans[0].start : spans[0].end] == "25 days"
+    out = passage_html(text, [Span(at, at + 7, "1")])
+    assert html.unescape(re.sub(r"<[^>]+>", "", out)) == shown and ">25 days</mark>" in out
+    assert plain_text("# Title\nbody") == "Title\nbody"
+
+
+def test_matched_terms_are_named_as_the_user_wrote_them():
+    from rag.views.highlight import as_written
+
+    words = as_written(["abov", "approv", "zzz"], "Who approves claims above USD 10,000?", "Approval is needed.")
+    assert words == {"abov": "above", "approv": "approves", "zzz": "zzz"}

@@ -115,7 +115,8 @@ def test_chat_too_long_question_shows_the_limit_and_the_fix(app_kb):
     at = start()
     run(at.chat_input(key="chat_input").set_value("leave " * 1000))
     error = texts(at.error)
-    assert "limit" in error and "RAG\\_MAX\\_QUERY\\_CHARS" in error
+    assert "limit" in error and "shorter question" in error
+    assert "RAG" not in error  # said in the user's terms, not as a setting's name
 
 
 def test_chat_hostile_answer_is_escaped(app_kb):
@@ -262,7 +263,7 @@ def test_evaluation_runs_two_configurations_and_compares(app_kb):
     per_q = at.dataframe(key="eval_questions").value
     assert per_q.set_index("id").loc["mongolia", "refusal_ok"]
     assert "gold on screen" in per_q.columns  # filled for false refusals only
-    assert per_q.set_index("id").loc["mongolia", "gold on screen"] is None
+    assert per_q.set_index("id").loc["mongolia", "gold on screen"] == ""  # an empty cell, never "None"
     charts = [c.key for c in at.get("plotly_chart")]
     assert len(at.get("download_button")) == 4 and len(charts) == 3  # metrics + a refusal trade-off per run
     assert charts[0] == "eval_chart" and all(k.startswith("tradeoff_") for k in charts[1:])

@@ -320,3 +320,25 @@ def test_a_real_refusal_keeps_its_closest_passages(make_kb):
     assert trace.fallback.action is not FallbackAction.ANSWER and trace.evidence() == []
     closest = closest_passages(trace)
     assert closest and "annual leave" in closest[0].text and closest[0].rerank_rank == 1
+
+
+def test_display_frame_leaves_no_missing_value_in_a_cell():
+    import pandas as pd
+
+    from rag.views.tables import display_frame
+
+    df = pd.DataFrame({"rank": [1.0, None], "score": [0.51234, None], "ok": [True, None], "name": ["a", "b"]})
+    shown = display_frame(df)
+    assert shown.to_dict("list") == {"rank": ["1", ""], "score": ["0.512", ""], "ok": ["yes", ""], "name": ["a", "b"]}
+    assert not shown.isna().any().any()
+    assert display_frame(df[["name"]]).equals(df[["name"]])  # a column without gaps keeps its type
+
+
+def test_ledger_names_a_term_only_the_document_has_as_the_question_does():
+    from rag.retrieval.matches import TermMatch
+    from rag.views.ledger import terms_text
+
+    match = TermMatch(terms={"claim": 1.5}, via_document={"abov": 0.5})
+    assert terms_text("Claims need a receipt.", match, "Who approves claims above USD 10,000?") == (
+        "claims 1.50 · +doc above 0.50"
+    )

@@ -130,7 +130,7 @@ def test_acronym_rewrite_traces_each_query(kb):
 def test_question_validation(kb):
     with pytest.raises(InvalidQuery):
         retrieve(kb, "   ")
-    with pytest.raises(LimitExceeded, match="RAG_MAX_QUERY_CHARS"):
+    with pytest.raises(LimitExceeded, match="shorter question"):
         retrieve(kb, "x" * 50, kb.settings.replace(max_query_chars=10))
     with pytest.raises(ValueError, match="unknown filter"):
         retrieve(kb, "leave", filters={"author": "me"})

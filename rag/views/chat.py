@@ -17,7 +17,15 @@ from rag.answer.citations import CITATION_RE
 from rag.answer.result import IssueCode
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.trace import CLOSEST_PASSAGES, Candidate, FallbackAction
-from rag.views.highlight import SOURCE_DELETED, Span, breadcrumb, deleted_html, excerpt_html, md_escape
+from rag.views.highlight import (
+    SOURCE_DELETED,
+    Span,
+    breadcrumb,
+    deleted_html,
+    excerpt_html,
+    md_escape,
+    plain_text,
+)
 from rag.views.ledger import preview
 
 FOOTNOTE_CONTEXT = 200  # characters of source shown around a cited span
@@ -144,7 +152,7 @@ def evidence_cards(evidence: list[Candidate]) -> list[EvidenceCard]:
             n=i,
             where=breadcrumb(c.doc_name or c.doc_id, c.page, c.heading_path),
             score=c.rerank_score,
-            text=preview(c.text, 220),
+            text=preview(plain_text(c.text), 220),
             neighbour=bool(c.expanded_from),
             deleted=c.source_deleted,
         )
@@ -222,7 +230,7 @@ def closest_markdown(trace, k: int = CLOSEST_PASSAGES) -> str:
     for c in found:
         where = breadcrumb(c.doc_name or c.doc_id, c.page, c.heading_path)
         score = f" · rerank {c.rerank_score:.2f}" if c.rerank_score is not None else ""
-        body = DELETED_BADGE if c.source_deleted else md_escape(preview(c.text, 220))
+        body = DELETED_BADGE if c.source_deleted else md_escape(preview(plain_text(c.text), 220))
         blocks.append(f":gray-badge[rank {c.rerank_rank}] {where}{score}  \n{body}")
     blocks.append(f"Rerank scores by {md_escape(str(trace.reranker))}.")
     return "\n\n".join(blocks)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from rag.records import DocumentRecord
+from rag.views.tables import display_frame
 
 # column -> (header, number format or '' for text, help)
 DOCUMENT_COLUMNS = {
@@ -35,4 +36,4 @@ def documents_frame(docs: Iterable[DocumentRecord]) -> pd.DataFrame:
         }
         for d in docs
     ]
-    return pd.DataFrame(rows)
+    return display_frame(pd.DataFrame(rows))

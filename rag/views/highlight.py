@@ -25,6 +25,8 @@ PASSAGE_STYLE = (
     "border-left:3px solid #c9d3e0;padding:.4rem .8rem;margin:.2rem 0 .6rem 0"
 )
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}()<>#+\-.!|~$:^=&])")
+# A Markdown heading's marker at a line start ("### "): source text shows the heading, not the marker.
+HEADING_MARK = re.compile(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+(?=\S)")
 
 
 class Span(NamedTuple):
@@ -103,9 +105,22 @@ def _terms_html(text: str, lo: int, hi: int, words: Sequence[Span]) -> str:
 
 
 def term_spans(text: str, terms: Iterable[str]) -> list[Span]:
-    """Where the BM25 ``terms`` (stemmed, or jieba words) occur in ``text``, labelled with the term."""
+    """Where the BM25 ``terms`` (stemmed, or jieba words) occur in ``text``, each labelled with
+    the word as ``text`` writes it (lower-cased): "above", never the stem "abov"."""
     wanted = set(terms)
-    return [Span(start, end, term) for term, start, end in token_spans(text or "") if term in wanted]
+    return [Span(start, end, text[start:end].lower()) for term, start, end in token_spans(text or "") if term in wanted]
+
+
+def as_written(terms: Iterable[str], *texts: str) -> dict[str, str]:
+    """``BM25 term -> the word as written`` in the first of ``texts`` that has it (pass the
+    question first: the user's own word), lower-cased; a term none of them has stays as it is."""
+    wanted = set(terms)
+    words: dict[str, str] = {}
+    for text in texts:
+        for term, start, end in token_spans(text or ""):
+            if term in wanted and term not in words:
+                words[term] = text[start:end].lower()
+    return {term: words.get(term, term) for term in wanted}
 
 
 def excerpt(text: str, spans: Sequence[Span], context: int = 240) -> Excerpt:
@@ -142,6 +157,36 @@ def _snap_forward(text: str, hi: int, limit: int) -> int:
     return hi
 
 
+def _shift(cuts: Sequence[tuple[int, int]], pos: int) -> int:
+    """Where ``pos`` lands once the ``cuts`` (sorted ``[start, end)`` ranges) are removed."""
+    moved = pos
+    for start, end in cuts:
+        if pos >= end:
+            moved -= end - start
+        elif pos > start:
+            moved -= pos - start
+    return moved
+
+
+def strip_heading_marks(text: str, *span_lists: Iterable[Span]) -> tuple[str, ...]:
+    """``text`` without Markdown heading markers at line starts, then each of ``span_lists``
+    moved to match (as lists)."""
+    text = text or ""
+    cuts = [m.span() for m in HEADING_MARK.finditer(text)]
+    pieces, pos = [], 0
+    for start, end in cuts:
+        pieces.append(text[pos:start])
+        pos = end
+    pieces.append(text[pos:])
+    moved = [[Span(_shift(cuts, x.start), _shift(cuts, x.end), x.label) for x in spans] for spans in span_lists]
+    return ("".join(pieces), *moved)
+
+
+def plain_text(text: str) -> str:
+    """Source text as a reader sees it: heading markers dropped (see :func:`strip_heading_marks`)."""
+    return strip_heading_marks(text)[0]
+
+
 def passage_html(
     text: str,
     spans: Iterable[Span] = (),
@@ -149,7 +194,9 @@ def passage_html(
     cut: tuple[bool, bool] = (False, False),
     terms: Iterable[Span] = (),
 ) -> str:
-    """A block of source text with highlighted spans (and matched terms), ready for ``st.html``."""
+    """A block of source text with highlighted spans (and matched terms), ready for ``st.html``;
+    Markdown heading markers are not shown."""
+    text, spans, terms = strip_heading_marks(text, spans, terms)
     style = PASSAGE_STYLE + (";" + NEIGHBOUR_STYLE if dim else "")
     before = "… " if cut[0] else ""
     after = " …" if cut[1] else ""

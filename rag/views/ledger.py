@@ -93,13 +93,15 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def terms_text(text: str, match: TermMatch | None) -> str:
-    """'annual 3.23 · paid 1.94 · +doc how 0.53': each term as the chunk writes it, best first."""
+def terms_text(text: str, match: TermMatch | None, question: str = "") -> str:
+    """'annual 3.23 · paid 1.94 · +doc how 0.53': each term as the chunk writes it (or else as the
+    question does: a term only its document has), best first."""
     if match is None:
         return ""
     surface: dict[str, str] = {}
-    for term, start, end in token_spans(text or ""):
-        surface.setdefault(term, text[start:end].lower())
+    for source in (text or "", question):
+        for term, start, end in token_spans(source):
+            surface.setdefault(term, source[start:end].lower())
     parts = [
         f"{'+doc ' if term in match.via_document else ''}{surface.get(term, term)} {value:.2f}"
         + (" (rewrite)" if term in match.rewrite else "")
@@ -108,7 +110,7 @@ def terms_text(text: str, match: TermMatch | None) -> str:
     return " · ".join(parts)
 
 
-def _row(c: Candidate, match: TermMatch | None = None) -> dict:
+def _row(c: Candidate, match: TermMatch | None = None, question: str = "") -> dict:
     return {
         "final": c.final_rank,
         "status": status_of(c),
@@ -125,7 +127,7 @@ def _row(c: Candidate, match: TermMatch | None = None) -> dict:
         "rerank_rank": c.rerank_rank,
         "rerank_score": c.rerank_score,
         "queries": ", ".join(f"q{i + 1}" for i in c.found_by),
-        "bm25_terms": terms_text(c.text, match),
+        "bm25_terms": terms_text(c.text, match, question),
         "text": preview(c.text),
         "chunk_id": c.chunk_id,
     }
@@ -134,7 +136,7 @@ def _row(c: Candidate, match: TermMatch | None = None) -> dict:
 def ledger_frame(trace: Trace, matches: Mapping[str, TermMatch] | None = None) -> pd.DataFrame:
     """Every candidate, evidence first (by final rank), then by rerank, RRF rank; with ``matches``
     (``rag.retrieval.matches``) the BM25 terms each one matched."""
-    rows = [_row(c, (matches or {}).get(c.chunk_id)) for c in trace.candidates]
+    rows = [_row(c, (matches or {}).get(c.chunk_id), trace.question) for c in trace.candidates]
     df = pd.DataFrame(rows, columns=LEDGER_COLUMNS)
     for col in ("final", "dense_rank", "bm25_rank", "rrf_rank", "rerank_rank", "page"):
         df[col] = df[col].astype("Int64")

@@ -16,7 +16,7 @@ from rag.eval.gold.builder import goldset_paths
 from rag.eval.gold.goldset import load_goldset
 from rag.retrieval.probe import Place, ProbeResult
 from rag.stages import Stage
-from rag.views.highlight import passage_html, term_spans
+from rag.views.highlight import as_written, passage_html, term_spans
 
 STAGE_COLUMNS = ["stage", "rank", "score", "passed", "note"]
 
@@ -79,9 +79,10 @@ def terms_line(r: ProbeResult) -> str:
     """'annual 3.23 · paid 1.94 · lacks: astronaut' (BM25 terms of the original question)."""
     own = {t: v for t, v in r.terms.items() if t not in r.missing_terms}
     doc = {t: v for t, v in r.terms.items() if t in r.missing_terms}
-    parts = [f"{t} {v:.2f}" for t, v in sorted(own.items(), key=lambda kv: -kv[1])]
-    parts += [f"+doc {t} {v:.2f}" for t, v in sorted(doc.items(), key=lambda kv: -kv[1])]
-    lacks = ", ".join(r.missing_terms)
+    word = as_written([*r.terms, *r.missing_terms], r.question, r.text)  # "above", not the stem "abov"
+    parts = [f"{word[t]} {v:.2f}" for t, v in sorted(own.items(), key=lambda kv: -kv[1])]
+    parts += [f"+doc {word[t]} {v:.2f}" for t, v in sorted(doc.items(), key=lambda kv: -kv[1])]
+    lacks = ", ".join(word[t] for t in r.missing_terms)
     return " · ".join(parts) + (f" · lacks: {lacks}" if lacks else "")
 
 
