@@ -18,6 +18,7 @@ from probe_support import (
 from streamlit.testing.v1 import AppTest
 
 from rag.config import Settings
+from rag.views.highlight import md_escape
 
 pytestmark = pytest.mark.slow
 TIMEOUT = 240
@@ -72,15 +73,29 @@ def test_cut_by_the_evidence_threshold(turns):
     assert "it is evidence" in texts(at.success)
 
 
-def test_a_missing_term_from_a_gold_label_and_asking_without_it(turns):
+def test_a_refusal_by_the_absent_term_rule_from_a_gold_label(turns):
     at = open_why_not(turns[TERM_QUESTION])
     at = run(at.button(key="probe_gold_0").click())  # the gold set's label for this question
     assert "employee\\_handbook\\.md" in texts(at.markdown)
-    assert "Excluded by threshold" in texts(at.warning) and "astronauts" in texts(at.warning)
-    assert "ask without it" in texts(at.markdown)
+    warning = texts(at.warning)
+    assert md_escape("Excluded by the absent-term rule ('astronauts' in no searched chunk)") in warning
+    assert "Excluded by threshold" not in warning
+    assert md_escape("upload a document that covers 'astronauts' (Upload page)") in texts(at.markdown)
+    assert "ask without it" not in texts(at.markdown)
     assert '<span class="rs-term"' in "\n".join(e.proto.body for e in at.get("html"))
-    at = run(at.button(key="probe_replay_0").click())
-    assert "it is evidence" in texts(at.success)
+    assert "probe_replay_0" not in [b.key for b in at.button]  # nothing that answers from those passages
+
+
+def test_scores_tab_names_the_absent_term_rule_and_draws_no_rerank_threshold(turns):
+    at = open_why_not(turns[TERM_QUESTION], "Scores & fallback")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Decision"] == "reject" and metrics["Decided by"] == "absent-term rule"
+    assert metrics["Absent terms"] == "astronauts" and "Margin" not in metrics
+    why = "Decided by the absent-term rule: 'astronauts' in no searched chunk."
+    assert md_escape(why) in texts(at.markdown)
+    assert md_escape(f"Why: {why}") in texts(at.warning)  # the header's Why: the same words
+    chart = next(c for c in at.get("plotly_chart") if "Rerank score" in c.proto.spec)
+    assert "threshold" not in chart.proto.spec.lower()  # the rerank threshold did not decide: not drawn
 
 
 def test_an_older_revision_is_reported_not_active(turns):

@@ -86,13 +86,13 @@ def test_2_cut_by_the_evidence_threshold(page, cases):
     page.screenshot(path=str(SHOTS / "03-threshold.png"), full_page=True)
 
 
-def test_3_missing_term_from_the_gold_label(page, cases):
+def test_3_refused_by_the_absent_term_rule_from_the_gold_label(page, cases):
     open_why_not(page, cases, TERM_QUESTION)
     act(page, lambda: page.get_by_role("button", name="employee_handbook.md").first.click())
-    page.get_by_text("Excluded by threshold").wait_for()
+    page.get_by_text("Excluded by the absent-term rule").wait_for()
     text = main_text(page)
-    assert "astronauts" in text and "ask without it" in text
-    replay_first(page)
+    assert "astronauts" in text and "ask without it" not in text and "Excluded by threshold" not in text
+    assert "upload a document that covers 'astronauts'" in text
     page.screenshot(path=str(SHOTS / "04-term.png"), full_page=True)
 
 

@@ -25,8 +25,9 @@ from rag.retrieval.pipeline import context
 from rag.retrieval.probe import let_in, probe, replay_change
 from rag.retrieval.suggest import ChangeKind
 from rag.retrieval.targets import ProbeTargetNotFound, chunk_target, document_target, search_targets
-from rag.retrieval.trace import Dropped
+from rag.retrieval.trace import Decider, Dropped, FallbackAction
 from rag.views.ledger import ledger_frame
+from rag.views.probe import stage_rows, verdict
 
 
 @pytest.fixture(scope="module")
@@ -66,14 +67,20 @@ def test_cut_by_the_evidence_threshold_and_lowering_it_lets_it_in(kb):
     assert let_in(replay_change(kb, trace, found.change), found.chunk_id)
 
 
-def test_a_term_no_chunk_has_is_named_and_asking_without_it_lets_the_chunk_in(kb):
+def test_a_refusal_by_the_absent_term_rule_is_named_and_offers_no_rewrite_or_override(kb):
     trace, found = _doc_probe(kb, TERM_QUESTION, "employee_handbook.md")
+    assert trace.fallback.action is FallbackAction.REJECT and trace.fallback.decided_by is Decider.ABSENT_TERMS
     assert found.excluded_by is Dropped.THRESHOLD and found.rerank_rank == 1
     assert "astronaut" in found.missing_terms
-    change = found.change
-    assert change.kind is ChangeKind.TERM and "'astronauts'" in change.text
-    assert "astronaut" not in change.question and "annual leave" in change.question
-    assert let_in(replay_change(kb, trace, change), found.chunk_id)
+    said = verdict(found)
+    assert said.startswith("Excluded by the absent-term rule ('astronauts' in no searched chunk)"), said
+    assert "threshold" not in said
+    # no broken question ("How many days of paid annual leave do get?"), no threshold that answers
+    # the astronaut question from the employees' leave: what the documents lack, to add
+    assert [c.kind for c in found.changes] == [ChangeKind.COVERAGE]
+    assert "'astronauts'" in found.change.text and "Upload page" in found.change.text
+    assert not found.change.replayable and not found.change.settings
+    assert stage_rows(found)[-1]["note"] == "absent-term rule"
 
 
 def test_a_document_outside_the_filters_is_reported_and_dropping_the_filter_lets_it_in(kb):

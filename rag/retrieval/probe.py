@@ -26,7 +26,7 @@ from rag.retrieval.recall import DENSE_ONLY_KINDS
 from rag.retrieval.replay import Replay, replay, settings_for
 from rag.retrieval.suggest import Change, explain
 from rag.retrieval.targets import ProbeTarget, revision_state
-from rag.retrieval.trace import Candidate, Dropped, Trace
+from rag.retrieval.trace import Answerability, Candidate, Dropped, FallbackDecision, Trace
 from rag.store.tokenize import tokenize
 
 
@@ -70,6 +70,8 @@ class ProbeResult:
     excluded_by: Dropped | None = None  # None: it is evidence
     reason: str = ""
     changes: list[Change] = field(default_factory=list)  # smallest first; the first is the suggestion
+    decision: FallbackDecision | None = None  # the traced question's fallback decision (what refused it)
+    answerability: Answerability | None = None  # and the verdict it read
 
     @property
     def change(self) -> Change | None:
@@ -85,6 +87,7 @@ def probe(kb, trace: Trace, target: ProbeTarget, settings: Settings | None = Non
     out = ProbeResult(
         trace.question, trace.id, target.chunk_id, target.doc_id, target.doc_name,
         target.text or (row.text if row else ""), active, state, k, candidate=row,
+        decision=trace.fallback, answerability=trace.answerability,
     )  # fmt: skip
     out.rewrite_terms = rewrite_terms(trace)
     if active:
@@ -209,7 +212,7 @@ def replay_change(kb, trace: Trace, change: Change, llm=None) -> Replay:
     """Replay ``trace`` with a suggested change (not saved), to see whether it lets the chunk in."""
     if not change.replayable:
         raise ValueError(f"a {change.kind.value} change can't be replayed")
-    return replay(kb, trace, change.settings, llm, persist=False, filters=change.filters, question=change.question)
+    return replay(kb, trace, change.settings, llm, persist=False, filters=change.filters)
 
 
 def let_in(result: Replay, chunk_id: str) -> bool:

@@ -1,16 +1,19 @@
 """For a probed chunk: the first stage that excluded it, why, and the smallest change that would
 have let it in.
 
-A change is a set of settings (or, for a term or a filter, another question or other filters)
-that replay runs as it is, so the Inspector offers it in one click. The figures it names come
-from the probe's placement of the chunk; the replay is the check, since a change also moves
-every other candidate.
+A change is a set of settings (or, for a filter, other filters) that replay runs as it is, so
+the Inspector offers it in one click. The figures it names come from the probe's placement of
+the chunk; the replay is the check, since a change also moves every other candidate.
+
+No change answers from evidence the decision judged not to answer: a refused question is not
+offered a lower answerability threshold, nor the question with its missing words cut out (a
+broken sentence that, replayed, answers another question with the same passages); it is told
+what the documents lack. A setting change whose trial still refuses says so.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -18,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rag.config import Settings
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.pipeline import rerank_pool, retrieve
-from rag.retrieval.trace import Dropped, FallbackAction, Trace
-from rag.store.tokenize import token_spans
+from rag.retrieval.trace import Decider, Dropped, FallbackAction, Trace
 
 if TYPE_CHECKING:
     from rag.retrieval.probe import ProbeResult
@@ -28,8 +30,8 @@ if TYPE_CHECKING:
 class ChangeKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     RECALL_K = "recall_k"  # a retriever lists it only further down: list more per retriever
     TOP_N = "top_n"  # the reranker placed it below top_n: keep more
-    THRESHOLD = "threshold"  # a threshold refused the question or dropped it: lower that threshold
-    TERM = "term"  # the question has a word the chunk (or every chunk) lacks: ask without it
+    THRESHOLD = "threshold"  # the evidence floor dropped it: lower that floor
+    COVERAGE = "coverage"  # the question was refused for what the documents lack: add a document that covers it
     FILTER = "filter"  # the question's filters exclude its document: drop those filters
     BUDGET = "budget"  # the evidence character budget ran out before it: raise the budget
     REVISION = "revision"  # an older revision: its document's active revision replaced it
@@ -37,15 +39,7 @@ class ChangeKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     NONE = "none"  # nothing to change (it is evidence, or a duplicate of evidence)
 
 
-MAX_DROPPED_TERMS = 2  # a question missing more of its words than this needs rewording, not trimming
-REPLAYABLE = {
-    ChangeKind.RECALL_K,
-    ChangeKind.TOP_N,
-    ChangeKind.THRESHOLD,
-    ChangeKind.TERM,
-    ChangeKind.FILTER,
-    ChangeKind.BUDGET,
-}
+REPLAYABLE = {ChangeKind.RECALL_K, ChangeKind.TOP_N, ChangeKind.THRESHOLD, ChangeKind.FILTER, ChangeKind.BUDGET}
 
 
 @dataclass(frozen=True)
@@ -54,7 +48,6 @@ class Change:
     text: str  # what to change, in words
     settings: dict[str, Any] = field(default_factory=dict)  # replay's setting overrides
     filters: dict[str, Any] | None = None  # replay with these filters (None: the trace's own)
-    question: str = ""  # replay this question ('' : the trace's own)
 
     @property
     def replayable(self) -> bool:
@@ -89,11 +82,10 @@ def _recall(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
         )
     changes = []
     if ranks:
-        needed = _after_recall(kb, trace, settings, out, min(ranks))
-        changes.append(Change(ChangeKind.RECALL_K, _say(needed, settings), needed))
+        needed, note = _after_recall(kb, trace, settings, out, min(ranks))
+        changes.append(Change(ChangeKind.RECALL_K, _say(needed, settings) + note, needed))
     else:
         out.reason = f"No retriever lists it: {_places(out)}."
-    changes += _term(kb, trace, out)
     out.changes = changes or [Change(ChangeKind.NONE, "no setting lets it in: it shares no term with the question")]
 
 
@@ -103,26 +95,24 @@ def _fusion(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     rank = out.candidate.fused_rank or 0
     out.reason = f"Recalled, but fused at RRF #{rank}: the reranker scores only the top {pool} fused candidates."
     k = rank * 2 if sparse_only else math.ceil(rank / 2)
-    needed = _after_recall(kb, trace, settings, out, max(k, settings.recall_k + 1))
-    out.changes = [Change(ChangeKind.RECALL_K, _say(needed, settings), needed)]
+    needed, note = _after_recall(kb, trace, settings, out, max(k, settings.recall_k + 1))
+    out.changes = [Change(ChangeKind.RECALL_K, _say(needed, settings) + note, needed)]
 
 
 def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.reason = f"Reranked #{out.rerank_rank} (score {out.rerank_score:.3f}); top_n {settings.top_n} keeps the first {settings.top_n}."
     needed = {"top_n": out.rerank_rank} | _min_score(settings, out) | _budget_need(trace, settings, out)
-    needed |= _refusal(trace, settings, out)
-    out.changes = [Change(ChangeKind.TOP_N, _say(needed, settings), needed)]
+    out.changes = [Change(ChangeKind.TOP_N, _say(needed, settings) + _still_refused(trace), needed)]
 
 
 def _threshold(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     fb = trace.fallback
     if fb is not None and fb.action is not FallbackAction.ANSWER:
-        out.reason = f"Reranked #{out.rerank_rank}, but the question was not answered ({fb.action.value}): {fb.reason}."
-        terms = _absent(trace)
-        change = _refusal(trace, settings, out)
-        out.changes = ([_drop_words(trace.question, terms, "no searched chunk has")] if terms else []) + (
-            [Change(ChangeKind.THRESHOLD, _say(change, settings), change)] if change else []
+        score = f" (score {out.rerank_score:.3f})" if out.rerank_score is not None else ""
+        out.reason = (
+            f"It was reranked #{out.rerank_rank}{score}; the decision ({fb.action.value}) kept every passage out."
         )
+        out.changes = [_coverage(trace)]
         return
     floor = _below(out.rerank_score or 0.0)
     out.reason = (
@@ -154,15 +144,16 @@ _STAGES = {
 }
 
 
-def _after_recall(kb, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> dict[str, Any]:
+def _after_recall(kb, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> tuple[dict[str, Any], str]:
     """``recall_k``, and what else would stop the chunk once recalled that wide. A wider recall
     brings other candidates too, so the question is retrieved once more with it (not saved) and
-    the chunk's rerank place, the evidence budget and the fallback are read from that trial."""
+    the chunk's rerank place and the evidence budget are read from that trial; the note says when
+    the trial still refuses the question."""
     needed: dict[str, Any] = {"recall_k": recall_k}
     trial = retrieve(kb, trace.question, settings.replace(recall_k=recall_k), trace.filters or None, persist=False)
     row = trial.by_id().get(out.chunk_id)
     if row is None or row.rerank_rank is None:
-        return needed
+        return needed, _still_refused(trial)
     out.rerank_rank, out.rerank_score, out.pool = (
         row.rerank_rank,
         row.rerank_score,
@@ -170,7 +161,7 @@ def _after_recall(kb, trace: Trace, settings: Settings, out: ProbeResult, recall
     )
     if row.rerank_rank > settings.top_n:
         needed["top_n"] = row.rerank_rank
-    return needed | _min_score(settings, out) | _budget_need(trial, settings, out) | _refusal(trial, settings, out)
+    return needed | _min_score(settings, out) | _budget_need(trial, settings, out), _still_refused(trial)
 
 
 def _budget_need(trace: Trace, settings: Settings, out: ProbeResult) -> dict[str, Any]:
@@ -188,46 +179,35 @@ def _min_score(settings: Settings, out: ProbeResult) -> dict[str, Any]:
     return {"evidence_min_score": _below(score)}
 
 
-def _refusal(trace: Trace, settings: Settings, out: ProbeResult) -> dict[str, Any]:
-    """The threshold change that turns the traced refusal into an answer ({} when it answered)."""
-    fb, verdict = trace.fallback, trace.answerability
-    if fb is None or fb.action is FallbackAction.ANSWER or fb.best_score is None:
-        return {}
-    if _absent(trace):
-        return {"answerable_threshold": 0.0}  # the absent-term rule refuses whatever the score
-    name = "answerable_threshold" if verdict is not None and verdict.weights else "rerank_threshold"
-    return {name: _below(fb.best_score)}
+def _refused(trace: Trace) -> bool:
+    return trace.fallback is not None and trace.fallback.action is not FallbackAction.ANSWER
+
+
+def _still_refused(trace: Trace) -> str:
+    """A note for a setting change that leaves the question's refusal as it is."""
+    return " (the question is still refused: no passage is evidence then)" if _refused(trace) else ""
 
 
 def _absent(trace: Trace) -> list[str]:
     """The question's words that refused it on their own (found in no searched chunk)."""
-    a = trace.answerability
+    fb, a = trace.fallback, trace.answerability
+    if fb is not None and fb.decided_by is not None:
+        return list(fb.vetoed_terms) if fb.decided_by is Decider.ABSENT_TERMS else []
     return vetoing(a.absent_terms, a.script, trace.question) if a is not None and not a.answerable else []
 
 
-def _term(kb, trace: Trace, out: ProbeResult) -> list[Change]:
-    """Ask without the question's words the chunk lacks, when it lacks only a few and matches the others."""
-    held = [t for t in out.terms if t not in out.missing_terms]  # terms in the chunk's own text
-    if not 0 < len(out.missing_terms) <= MAX_DROPPED_TERMS or not held:
-        return []
-    change = _drop_words(trace.question, out.missing_terms, "the chunk lacks", tokens=True)
-    if not change.question:
-        return []
-    found = kb.bm25().probe(change.question, out.chunk_id, None, kb.settings.bm25_doc_weight)
-    rank = f"BM25 would rank it #{found.rank}" if found.rank else "BM25 would still not match it"
-    return [Change(change.kind, f"{change.text} ({rank})", question=change.question)]
-
-
-def _drop_words(question: str, words: list[str], why: str, tokens: bool = False) -> Change:
-    """The question without ``words`` (surface words, or BM25 tokens when ``tokens``)."""
-    spans = [(s, e) for t, s, e in token_spans(question) if t in set(words)] if tokens else [
-        m.span() for w in words for m in re.finditer(rf"(?<!\w){re.escape(w)}(?!\w)", question, re.IGNORECASE)
-    ]  # fmt: skip
-    keep = [ch for i, ch in enumerate(question) if not any(s <= i < e for s, e in spans)]
-    shown = sorted({question[s:e] for s, e in spans}) or words
-    reduced = " ".join(w for w in "".join(keep).split() if re.search(r"\w", w) or w in "?？")
-    reduced = reduced if reduced.strip(" ?？.,，") else ""
-    return Change(ChangeKind.TERM, f"{why} {', '.join(repr(w) for w in shown)}: ask without it", question=reduced)
+def _coverage(trace: Trace) -> Change:
+    """What a refused question needs: documents that cover it (the Upload page), never a setting
+    that answers from the passages judged not to answer it."""
+    terms = _absent(trace)
+    if terms:
+        words = ", ".join(repr(t) for t in terms)
+        return Change(
+            ChangeKind.COVERAGE, f"upload a document that covers {words} (Upload page): no searched chunk has it"
+        )
+    a = trace.answerability
+    lack = f": {a.missing}" if a is not None and a.missing else ""
+    return Change(ChangeKind.COVERAGE, f"upload a document that answers it (Upload page){lack}")
 
 
 def _not_indexed(kb, out: ProbeResult) -> Change:

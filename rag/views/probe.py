@@ -2,7 +2,7 @@
 
 ``stage_rows``: one row per stage (dense, BM25, RRF, rerank, evidence) with the chunk's rank,
 score and whether that stage let it through. ``verdict``: the first stage that excluded it and
-why. ``change_lines``: the suggested changes, smallest first. ``probe_html``: the chunk's text
+why; for a refused question, the rule that refused it, worded by ``rag.views.decision``. ``change_lines``: the suggested changes, smallest first. ``probe_html``: the chunk's text
 with the query terms BM25 matched marked (escaped like every document text).
 """
 
@@ -15,7 +15,9 @@ import pandas as pd
 from rag.eval.gold.builder import goldset_paths
 from rag.eval.gold.goldset import load_goldset
 from rag.retrieval.probe import Place, ProbeResult
+from rag.retrieval.trace import Dropped, FallbackAction
 from rag.stages import Stage
+from rag.views.decision import Explanation, explain
 from rag.views.highlight import as_written, passage_html, term_spans
 
 STAGE_COLUMNS = ["stage", "rank", "score", "passed", "note"]
@@ -46,7 +48,7 @@ def stage_rows(r: ProbeResult) -> list[dict]:
         rows.append(_row(Stage.RERANK.label, rank, r.rerank_score, "yes" if traced else "no", note))
     final = r.candidate.final_rank if r.candidate is not None else None
     passed = "yes" if final else "no"
-    note = f"[{final}]" if final else (r.excluded_by.value if r.excluded_by else "")
+    note = f"[{final}]" if final else excluded_by(r)
     rows.append(_row(Stage.EVIDENCE.label, f"#{final}" if final else "—", None, passed, note))
     return rows
 
@@ -59,10 +61,30 @@ def stage_frame(r: ProbeResult) -> pd.DataFrame:
     return pd.DataFrame(stage_rows(r), columns=STAGE_COLUMNS).astype({"score": "float64"})
 
 
+def refused_by(r: ProbeResult) -> Explanation | None:
+    """The decision that refused the question, when that (not a stage) kept the chunk out."""
+    fb = r.decision
+    if r.excluded_by is not Dropped.THRESHOLD or fb is None or fb.action is FallbackAction.ANSWER:
+        return None
+    return explain(r.question, fb, r.answerability)
+
+
+def excluded_by(r: ProbeResult) -> str:
+    """What kept it out, in a few words: the decision's rule for a refused question, else the stage."""
+    refusal = refused_by(r)
+    if refusal is not None:
+        return refusal.rule
+    return r.excluded_by.value if r.excluded_by else ""
+
+
 def verdict(r: ProbeResult) -> str:
-    """'Excluded at recall (recall_cut): Outside recall_k 20 ...' or 'It is evidence [2].'"""
+    """'Excluded by recall_cut: Outside recall_k 20 ...', 'Excluded by the absent-term rule
+    ('sabbatical' in no searched chunk): the question was not answered. ...' or 'It is evidence [2].'"""
     if r.excluded_by is None:
         return r.reason
+    refusal = refused_by(r)
+    if refusal is not None:
+        return f"{refusal.exclusion} {r.reason}"
     return f"Excluded by {r.excluded_by.value}: {r.reason}"
 
 
@@ -70,8 +92,7 @@ def change_lines(r: ProbeResult) -> list[str]:
     """The suggested changes, smallest first, each with what replaying it would change."""
     out = []
     for i, c in enumerate(r.changes):
-        what = f"{c.text}" + (f' — ask "{c.question}"' if c.question else "")
-        out.append(f"{'suggested' if i == 0 else 'or'}: {what}" + ("" if c.replayable else " (not a replay)"))
+        out.append(f"{'suggested' if i == 0 else 'or'}: {c.text}" + ("" if c.replayable else " (not a replay)"))
     return out
 
 
