@@ -1,12 +1,14 @@
-"""Evidence shaping: dedupe, neighbour expansion within a character budget, lost-in-the-middle order.
+"""Evidence shaping: dedupe, neighbour expansion within a character budget, strongest first.
 
 Input is the reranked, kept candidates strongest first. Duplicates (same chunk id, or the same
 text after whitespace/case folding) are dropped with ``Dropped.DEDUPE``; candidates past the
 budget with ``Dropped.BUDGET`` (the strongest one is always kept). Remaining budget goes to the
-neighbours (previous and next chunk of the same document revision) of the strongest first; a
-neighbour sits beside its parent so the text reads on. Groups are then placed strongest at
-both ends, weakest in the middle (Liu et al. 2023, "Lost in the Middle"), and numbered
-``final_rank`` 1..n in that order, which is the order the generator sees.
+neighbours (previous and next chunk of the same document revision) of the strongest first.
+The evidence is numbered ``final_rank`` 1..n strongest first: each kept candidate in rerank
+order, followed by the neighbours added for it (in document order). That is the order the
+generator sees, the order Chat and the Inspector show, and so the [n] an answer cites: an
+answer from the best passage cites [1]. (A "lost in the middle" order, strongest at both ends,
+would number the second-best passage last, and a neighbour before the passage it was added for.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ NeighboursFn = Callable[[str], list[ChunkRecord]]
 
 @dataclass
 class Group:
-    """A kept candidate and the neighbours added for it, in document order."""
+    """A kept candidate, then the neighbours added for it in document order."""
 
     anchor: Candidate
     members: list[Candidate]
@@ -78,13 +80,8 @@ def expand(kept: list[Candidate], neighbours: NeighboursFn | None, budget: int, 
             present.add(chunk.id)
             texts.add(text_key(chunk.text))
             used += len(chunk.text)
-        group.members.sort(key=lambda c: (c.char_start, c.chunk_id))
+        group.members[1:] = sorted(group.members[1:], key=lambda c: (c.char_start, c.chunk_id))
     return groups
-
-
-def ends_first(items: Sequence) -> list:
-    """Strongest at both ends: [1, 2, 3, 4, 5] -> [1, 3, 5, 4, 2]."""
-    return list(items[0::2]) + list(items[1::2])[::-1]
 
 
 def shape(
@@ -96,7 +93,7 @@ def shape(
     """The evidence in final order with ``final_rank`` set; ``pool`` receives neighbour rows."""
     pool = {} if pool is None else pool
     kept = dedupe_and_budget(ranked, budget)
-    ordered = [m for g in ends_first(expand(kept, neighbours, budget, pool)) for m in g.members]
+    ordered = [m for g in expand(kept, neighbours, budget, pool) for m in g.members]
     for i, cand in enumerate(ordered, start=1):
         cand.final_rank = i
     return ordered

@@ -10,9 +10,9 @@ Stages (``STAGES``), in pipeline order, each a ranked list of chunk ids taken fr
 * ``rrf``      candidates by Reciprocal Rank Fusion rank;
 * ``rerank``   the candidates the reranker scored, by rerank rank;
 * ``evidence`` the chunks handed to the generator, in strength order: each kept candidate by
-  rerank rank, followed by the neighbours added for it. (The generator sees them in
-  lost-in-the-middle order, ``QuestionResult.presented``; ranking metrics on that order
-  would punish the deliberate reordering.) Empty when the fallback refused or asked back.
+  rerank rank, followed by the neighbours added for it; the order the generator sees and the
+  evidence is numbered in (``QuestionResult.presented``). Empty when the fallback refused or
+  asked back.
 
 Levels (``LEVELS``): ``chunk`` scores the chunk ids against the chunks that the gold labels'
 character spans point at (:func:`rag.eval.gold.anchoring.relevant_chunk_ids`; only for questions
