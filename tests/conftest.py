@@ -55,6 +55,7 @@ SLOW_NAMES = frozenset(
         "sync_playwright",
         "build_llama_cpp",
         "read_e5",
+        "from_pretrained",
         "E5Encoder",
         "AnswerReader",
         "SentenceReader",

@@ -171,6 +171,7 @@ def test_zip_with_too_many_members() -> None:
 # --- pathological text ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # over a second of CPU
 @pytest.mark.timeout(120)
 def test_deeply_nested_html_does_not_recurse() -> None:
     depth = 100_000

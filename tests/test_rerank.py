@@ -78,6 +78,7 @@ def test_model_backends_load_tiny_model_through_real_code(backend, tiny_cross_en
     assert out.calibrated
 
 
+@pytest.mark.slow  # imports FlagEmbedding and transformers
 @pytest.mark.parametrize("backend", ["flag", "cross-encoder"])
 def test_unloadable_model_falls_back_to_labelled_stand_in(backend, tmp_path):
     missing = str(tmp_path / "no-such-model")
@@ -182,6 +183,7 @@ def test_threshold_choice_and_gold_removal():
     assert "da" not in pool.without_gold().docs and len(pool.without_gold().cands) == 2
 
 
+@pytest.mark.slow  # over a second of CPU
 def test_cross_validation_chooses_the_feature_that_generalises():
     """Relevance follows the e5 cosine's standing in its pool; BM25 here is noise. The held-out
     (5-fold) choice must pick the e5 set, and its held-out nDCG must be near perfect."""

@@ -137,6 +137,7 @@ def test_the_reader_never_answers_with_a_sentence_holding_too_few_of_the_questio
     assert extractive.select_sentences(request, False, Certain("天气")) == []
 
 
+@pytest.mark.slow  # loads the sentence reader
 def test_the_label_names_the_sentence_reader_only_for_chinese_questions(monkeypatch, tmp_path):
     gen = extractive.ExtractiveGenerator.build(Settings.from_env(env={}), None, None)
     assert gen.label_for("How many days?") == gen.label
