@@ -23,6 +23,8 @@ ROOMS: dict[str, tuple[int, str]] = {
     "rag.stages": (0, "kernel"),
     "rag.source": (0, "kernel"),
     "rag.embedder": (0, "kernel"),
+    "rag.e5torch": (0, "kernel"),
+    "rag.e5module": (0, "kernel"),
     "rag.llm": (0, "kernel"),
     "rag.store": (1, "store/ingest"),
     "rag.ingest": (1, "store/ingest"),
