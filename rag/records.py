@@ -186,3 +186,21 @@ class TermStats:
     chunks: int  # chunks in the scope
     df: dict[str, int]  # term -> chunks of the scope that contain it
     near: dict[str, str] = field(default_factory=dict)  # absent term -> how it is present after all
+
+
+@dataclass(frozen=True)
+class MultilingualIndex:
+    """How far a knowledge base's chunks for the multilingual embedder have its vectors (an index
+    built before there was one has none: reindex adds them, nothing else changes)."""
+
+    model: str  # the multilingual embedder
+    chunks: int  # active chunks that call for its vector (RAG_MULTILINGUAL_CHUNKS)
+    embedded: int  # of those, how many have one
+
+    @property
+    def missing(self) -> int:
+        return self.chunks - self.embedded
+
+    @property
+    def complete(self) -> bool:
+        return self.missing == 0

@@ -23,7 +23,9 @@ from rag.eval.beir_import import ingest_corpus
 from rag.eval.datasets import resolve_dataset
 from rag.eval.metrics import latency_summary, mean, mrr, ndcg_at_k, recall_at_k
 from rag.kb import KnowledgeBase
-from rag.retrieval.pipeline import retrieve
+from rag.records import Hit
+from rag.retrieval.fusion import RankedList, Source, rrf_fuse
+from rag.retrieval.pipeline import dense_plan, retrieve
 from rag.stages import Stage
 
 log = logging.getLogger(__name__)
@@ -114,7 +116,7 @@ def doc_ranking(names: Iterable[str], to_id: dict[str, str]) -> list[str]:
 
 def query_stages(kb, question: str, settings: Settings, deep: int, to_id: dict[str, str]):
     """(stage -> document ranking, total pipeline ms) for one question."""
-    dense = kb.dense_search(kb.embedder.embed_query(question), deep)
+    dense = dense_hits(kb, question, settings, deep)
     sparse = kb.sparse_search(question, deep)
     trace = retrieve(kb, question, settings, persist=False)
     fused = sorted((c for c in trace.candidates if c.fused_rank), key=lambda c: c.fused_rank)
@@ -126,6 +128,21 @@ def query_stages(kb, question: str, settings: Settings, deep: int, to_id: dict[s
         Stage.RERANK: doc_ranking((c.doc_name for c in reranked), to_id),
     }
     return rankings, trace.timings_ms.get("total", 0.0)
+
+
+def dense_hits(kb, question: str, settings: Settings, deep: int) -> list:
+    """The dense stage as the pipeline runs it (``dense_plan``), ``deep`` long: the embedder's list,
+    the multilingual one, or both fused by RRF."""
+    plan = dense_plan(kb, question, settings)
+    lists = []
+    if plan.embedder:
+        lists.append(kb.dense_search(kb.embedder.embed_query(question), deep))
+    if plan.multilingual is not None:
+        lists.append(kb.dense_search(plan.multilingual.vectors([question])[0], deep, multilingual=True))
+    if len(lists) < 2:
+        return lists[0] if lists else []
+    fused = rrf_fuse([RankedList(0, Source.DENSE, hits) for hits in lists], settings.rrf_k)
+    return [Hit(f.chunk, f.fused_score) for f in fused]
 
 
 def bench_beir(

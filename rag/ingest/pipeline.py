@@ -183,25 +183,50 @@ def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
     Chunks go longest first, so each encoder batch holds texts of about one length and pads
     little, and the biggest buffers are allocated first and then reused (the order one big
     sentence-transformers ``encode`` call uses; shortest first measured slower), while
-    progress still moves step by step.
-    The store is written after the encoder is done: Chroma's indexing work after an add would
+    progress still moves step by step. The chunks the multilingual embedder is for
+    (``kb.wants_multilingual``) are embedded by it as well, into the second collection.
+    The store is written after the encoders are done: Chroma's indexing work after an add would
     otherwise compete with the encoder for the CPU (the vectors of even a large batch are a
     few MB)."""
     chunks = sorted((c for p in preps for c in p.chunks), key=lambda c: -len(c.index_text))
+    extra = [c for c in chunks if kb.wants_multilingual(c)]
     owner = {c.id: p.item.name for p in preps for c in p.chunks}
-    step = max(kb.settings.embed_batch_size * 8, 256)
+    total = max(len(chunks) + len(extra), 1)
+    matrix = _embed(
+        kb.embedder,
+        chunks,
+        kb.settings.embed_batch_size,
+        lambda part, done: _report(progress, owner, part, done / total),
+    )
+    ml_matrix = None
+    if extra:
+        ml = kb.multilingual_embedder
+        ml_matrix = _embed(
+            ml, extra, ml.batch_size, lambda part, done: _report(progress, owner, part, (len(chunks) + done) / total)
+        )
+    for i in range(0, len(chunks), WRITE_BATCH):
+        kb.vectors.add(chunks[i : i + WRITE_BATCH], matrix[i : i + WRITE_BATCH])
+        _report(progress, owner, chunks[i : i + WRITE_BATCH], min(i + WRITE_BATCH, len(chunks)) / len(chunks), "write")
+    for i in range(0, len(extra), WRITE_BATCH):
+        kb.vectors.add_multilingual(extra[i : i + WRITE_BATCH], ml_matrix[i : i + WRITE_BATCH])
+
+
+def _embed(embedder, chunks: list[ChunkRecord], batch_size: int, report: Callable) -> np.ndarray:
+    """``embedder``'s vectors of ``chunks`` (index texts), a step of batches at a time, reporting each."""
+    step = max(batch_size * 8, 256)
     vecs = []
     for i in range(0, len(chunks), step):
         part = chunks[i : i + step]
-        vecs.append(kb.embedder.embed_texts([c.index_text for c in part], batch_size=kb.settings.embed_batch_size))
-        done = min(i + step, len(chunks)) / max(len(chunks), 1)
-        for name in {owner[c.id] for c in part}:
-            progress(name, "embed", done)
-    matrix = np.concatenate(vecs) if vecs else np.zeros((0, kb.embedder.dim), np.float32)
-    for i in range(0, len(chunks), WRITE_BATCH):
-        kb.vectors.add(chunks[i : i + WRITE_BATCH], matrix[i : i + WRITE_BATCH])
-        for name in {owner[c.id] for c in chunks[i : i + WRITE_BATCH]}:
-            progress(name, "write", min(i + WRITE_BATCH, len(chunks)) / len(chunks))
+        vecs.append(embedder.embed_texts([c.index_text for c in part], batch_size=batch_size))
+        report(part, min(i + step, len(chunks)))
+    return np.concatenate(vecs) if vecs else np.zeros((0, embedder.dim), np.float32)
+
+
+def _report(
+    progress: Progress, owner: dict[str, str], part: list[ChunkRecord], done: float, stage: str = "embed"
+) -> None:
+    for name in {owner[c.id] for c in part}:
+        progress(name, stage, done)
 
 
 def publish(kb, preps: list[_Prepared], job_id: str) -> None:

@@ -1,26 +1,56 @@
-"""Re-embed a knowledge base with the configured embedder (the fix for a model mismatch)."""
+"""Re-embed a knowledge base: the fix for a model mismatch, and how an index built before the
+multilingual embedder gets its vectors."""
 
 from __future__ import annotations
 
+from rag.config import MULTILINGUAL_EMBEDDER
 from rag.store.vectors import VectorStore, chroma_client
 
 
-def reindex(kb) -> int:
-    """Drop the collection, re-embed every active chunk, record the new model. Returns documents done."""
+def reindex(kb, full: bool | None = None) -> int:
+    """Rebuild the vectors of every active chunk from the catalog's texts; returns documents done.
+
+    The embedder's collection is rebuilt when ``full``, or (``None``) when the index records
+    another model than the configured one. The multilingual collection gets a vector for each
+    chunk that calls for one and lacks it (all of them again when its vectors come from another
+    model). Texts, documents and their revisions are untouched."""
     with kb.write_lock():
-        chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
-        client = chroma_client(kb.settings)
-        client.delete_collection(kb.vectors.collection_name)
-        kb.vectors = VectorStore(kb.settings, kb.name)
-        step = max(kb.settings.embed_batch_size * 8, 256)
-        for i in range(0, len(chunks), step):
-            part = chunks[i : i + step]
-            kb.vectors.add(part, kb.embedder.embed_texts([c.index_text for c in part], kb.settings.embed_batch_size))
-        kb.catalog.set_kb_model(kb.name, kb.embedder.model_id, kb.embedder.dim)
+        with kb.catalog.snapshot():
+            chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
+        row = kb.catalog.kb(kb.name)
+        if full or (
+            full is None and row and (row["embed_model"], row["embed_dim"]) != (kb.embedder.model_id, kb.embedder.dim)
+        ):
+            _rebuild_main(kb, chunks)
+        _fill_multilingual(kb, chunks)
         with kb.catalog.tx() as db:
-            db.execute(
-                "UPDATE revisions SET embed_model=? WHERE kb=? AND state='active'", (kb.embedder.model_id, kb.name)
-            )
             db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (kb.name,))
         kb.refresh_bm25()
         return len({c.doc_id for c in chunks})
+
+
+def _rebuild_main(kb, chunks) -> None:
+    client = chroma_client(kb.settings)
+    client.delete_collection(kb.vectors.collection_name)
+    kb.vectors = VectorStore(kb.settings, kb.name)
+    step = max(kb.settings.embed_batch_size * 8, 256)
+    for i in range(0, len(chunks), step):
+        part = chunks[i : i + step]
+        kb.vectors.add(part, kb.embedder.embed_texts([c.index_text for c in part], kb.settings.embed_batch_size))
+    kb.catalog.set_kb_model(kb.name, kb.embedder.model_id, kb.embedder.dim)
+    with kb.catalog.tx() as db:
+        db.execute("UPDATE revisions SET embed_model=? WHERE kb=? AND state='active'", (kb.embedder.model_id, kb.name))
+
+
+def _fill_multilingual(kb, chunks) -> None:
+    if kb.vectors.multilingual_model() != MULTILINGUAL_EMBEDDER:
+        kb.vectors.reset_multilingual()
+    have = kb.vectors.multilingual_ids()
+    todo = [c for c in chunks if kb.wants_multilingual(c) and c.id not in have]
+    if not todo:
+        return
+    ml = kb.multilingual_embedder
+    step = max(ml.batch_size * 8, 256)
+    for i in range(0, len(todo), step):
+        part = todo[i : i + step]
+        kb.vectors.add_multilingual(part, ml.embed_texts([c.index_text for c in part], ml.batch_size))

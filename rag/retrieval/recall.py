@@ -1,5 +1,9 @@
 """Hybrid recall for one attempt: every query to dense and BM25 in parallel, then RRF.
 
+Dense is the knowledge base's embedder, the multilingual embedder over its own collection
+(``MultilingualQueries``: a Chinese question on an English-only embedder), or both; each is one
+ranked list per query, and each candidate's trace row names the model of its best dense rank.
+
 The queries are embedded in one batch, then the BM25 searches run on a thread pool while the
 calling thread runs the dense searches (``RAG_PARALLEL_RECALL=false`` runs them one after the
 other; docs/BENCHMARKS.md has the measurement). Each query's hit ids are
@@ -10,9 +14,11 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from rag.records import Hit
+import numpy as np
+
+from rag.records import Hit, ModelLabel
 from rag.retrieval.fusion import Fused, RankedList, Source, rrf_fuse
 from rag.retrieval.rerankers import EmbedderVectors, RankedResults
 from rag.retrieval.trace import Candidate, Dropped, QueryRun
@@ -26,6 +32,22 @@ DENSE_ONLY_KINDS = {"hyde"}  # a hypothetical passage is a dense query only
 class Attempt:
     recall_k: int
     fused: list[Fused]
+    dense_model: dict[str, str] = field(default_factory=dict)  # chunk id -> the model of its best dense rank
+
+
+class MultilingualQueries:
+    """The multilingual embedder's query vectors (``query: `` prefix), kept for a wider retry."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+        self.label: ModelLabel = embedder.label
+        self._known: dict[str, np.ndarray] = {}
+
+    def vectors(self, texts: list[str]) -> list[np.ndarray]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._known]
+        if missing:
+            self._known.update(zip(missing, self.embedder.embed_queries(missing), strict=True))
+        return [self._known[t] for t in texts]
 
 
 def _timed(fn, *args) -> tuple[list[Hit], float]:
@@ -38,11 +60,20 @@ class Recall:
     """Runs the queries against one knowledge base; ``run(k)`` may be called again wider."""
 
     def __init__(
-        self, kb, vectors: EmbedderVectors, queries: list[QueryRun], allowed, rrf_k: int, timings, dense: bool = True
+        self,
+        kb,
+        vectors: EmbedderVectors,
+        queries: list[QueryRun],
+        allowed,
+        rrf_k: int,
+        timings,
+        dense: bool = True,
+        multilingual: MultilingualQueries | None = None,
     ) -> None:
         self.kb, self.vectors, self.queries = kb, vectors, queries
         self.allowed, self.rrf_k, self.timings = allowed, rrf_k, timings
-        self.dense = dense  # False: BM25 only (see pipeline.dense_route)
+        self.dense = dense  # False: not the knowledge base's embedder (see pipeline.dense_route)
+        self.multilingual = multilingual  # the multilingual collection too (see pipeline.dense_plan)
 
     def _add(self, stage: str, ms: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + ms
@@ -52,13 +83,16 @@ class Recall:
             for q in self.queries:
                 q.dense_ids, q.sparse_ids = [], []
             return Attempt(k, [])  # the filters match no document
+        texts = [q.text for q in self.queries]
         t = time.perf_counter()
-        vecs = self.vectors.query_vectors([q.text for q in self.queries]) if self.dense else []
+        vecs = self.vectors.query_vectors(texts) if self.dense else []
+        ml_vecs = self.multilingual.vectors(texts) if self.multilingual else []
         self._add(Stage.EMBED, (time.perf_counter() - t) * 1000)
         # BM25 on the pool while this thread runs the dense searches (the vector store's native
         # query releases the GIL). Not during the embedding: Python work in a second thread makes
         # the model's forward pass wait on the GIL and costs more than the overlap saves.
-        bm25 = [i for i, q in enumerate(self.queries) if q.kind not in DENSE_ONLY_KINDS or not self.dense]
+        any_dense = self.dense or self.multilingual is not None
+        bm25 = [i for i, q in enumerate(self.queries) if q.kind not in DENSE_ONLY_KINDS or not any_dense]
 
         def bm25_search(i: int) -> tuple[list[Hit], float]:
             return _timed(self.kb.sparse_search, self.queries[i].text, k, self.allowed)
@@ -67,11 +101,17 @@ class Recall:
         if self.kb.settings.parallel_recall:
             sparse = {i: _pool.submit(bm25_search, i) for i in bm25}
         lists: list[RankedList] = []
+        best: dict[str, tuple[int, str]] = {}  # chunk id -> (best dense rank, its model)
         for i, (q, vec) in enumerate(zip(self.queries, vecs, strict=False)):
-            hits, ms = _timed(self.kb.dense_search, vec, k, self.allowed)
-            self._add(Stage.DENSE, ms)
-            q.dense_ids = [h.chunk.id for h in hits]
-            lists.append(RankedList(i, Source.DENSE, hits))
+            lists.append(self._dense(i, vec, k, False, str(self.kb.embedder.label), best))
+            q.dense_ids = [h.chunk.id for h in lists[-1].hits]
+        for i, (q, vec) in enumerate(zip(self.queries, ml_vecs, strict=False)):
+            lists.append(self._dense(i, vec, k, True, str(self.multilingual.label), best))
+            ids = [h.chunk.id for h in lists[-1].hits]
+            if self.dense:
+                q.multilingual_ids = ids
+            else:
+                q.dense_ids = ids
         for i in bm25:
             hits, ms = sparse[i].result() if i in sparse else bm25_search(i)
             self._add(Stage.BM25, ms)
@@ -80,7 +120,19 @@ class Recall:
         t = time.perf_counter()
         fused = rrf_fuse(lists, self.rrf_k)
         self._add(Stage.RRF, (time.perf_counter() - t) * 1000)
-        return Attempt(k, fused)
+        return Attempt(k, fused, {cid: model for cid, (_, model) in best.items()})
+
+    def _dense(self, i: int, vec, k: int, multilingual: bool, model: str, best: dict) -> RankedList:
+        """One dense search, timed; ``best`` keeps each chunk's best dense rank with its model."""
+        search = self.kb.dense_search
+        hits, ms = _timed(
+            lambda: search(vec, k, self.allowed, multilingual=True) if multilingual else search(vec, k, self.allowed)
+        )
+        self._add(Stage.DENSE, ms)
+        for rank, h in enumerate(hits, 1):
+            if h.chunk.id not in best or rank < best[h.chunk.id][0]:
+                best[h.chunk.id] = (rank, model)
+        return RankedList(i, Source.DENSE, hits)
 
 
 def to_candidates(attempt: Attempt, ranked: RankedResults, base_k: int, pool_size: int) -> list[Candidate]:
@@ -98,6 +150,7 @@ def to_candidates(attempt: Attempt, ranked: RankedResults, base_k: int, pool_siz
             fused_rank=f.fused_rank,
             fused_score=f.fused_score,
             found_by=list(f.found_by),
+            dense_model=attempt.dense_model.get(c.id, ""),
         )
         if c.id in scores:
             row.rerank_rank, row.rerank_score = scores[c.id].rank, scores[c.id].score

@@ -74,6 +74,7 @@ class Candidate:
     char_end: int
     dense_rank: int | None = None
     dense_score: float | None = None
+    dense_model: str = ""  # the embedder whose list gave dense_rank (str of its ModelLabel)
     sparse_rank: int | None = None
     sparse_score: float | None = None
     fused_rank: int | None = None
@@ -115,6 +116,7 @@ class QueryRun:
     reason: str = ""
     dense_ids: list[str] = field(default_factory=list)
     sparse_ids: list[str] = field(default_factory=list)
+    multilingual_ids: list[str] = field(default_factory=list)  # the multilingual embedder's hits, when both ran
 
 
 @dataclass
@@ -179,6 +181,7 @@ class Trace:
     embedder: ModelLabel
     reranker: ModelLabel
     settings: dict[str, Any] = field(default_factory=dict)
+    dense_models: list[ModelLabel] = field(default_factory=list)  # the dense retrievers that ran, in list order
     queries: list[QueryRun] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     fallback: FallbackDecision | None = None
@@ -218,6 +221,7 @@ class Trace:
         d = json.loads(blob)
         d["embedder"] = ModelLabel(**d["embedder"])
         d["reranker"] = ModelLabel(**d["reranker"])
+        d["dense_models"] = [ModelLabel(**m) for m in d.get("dense_models", [])]
         d["queries"] = [QueryRun(**q) for q in d["queries"]]
         d["timings_ms"] = current_timings(d.get("timings_ms", {}))
         cands = []

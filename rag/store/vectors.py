@@ -1,8 +1,10 @@
 """Chroma vectors through LlamaIndex's ChromaVectorStore: embedded or ``chroma run`` server.
 
 One collection per knowledge base, cosine space, our own embeddings always passed
-(Chroma's default embedding function would try to download a model). The same
-code path serves the embedded PersistentClient and an HttpClient.
+(Chroma's default embedding function would try to download a model), and beside it a second,
+``rag_<kb>.e5``, holding the multilingual embedder's vectors of the chunks chosen for it
+(``RAG_MULTILINGUAL_CHUNKS``); its metadata records which model wrote it. Deletes and resets
+apply to both. The same code path serves the embedded PersistentClient and an HttpClient.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ import chromadb
 import httpx
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
-from chromadb.errors import InternalError
+from chromadb.errors import InternalError, NotFoundError
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from rag.config import Settings
+from rag.config import MULTILINGUAL_EMBEDDER, Settings
 from rag.errors import StoreUnavailable
 from rag.records import ChunkRecord
 
@@ -37,6 +39,8 @@ PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this
 # on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated.
 SETTLING = "hnsw segment reader"
 SETTLE_DELAYS_S = (0.05, 0.2, 0.5, 1.0)
+MULTILINGUAL_SUFFIX = ".e5"  # 'rag_<kb>.e5': no knowledge base name holds a '.', so no main collection is named so
+MODEL_KEY = "embed_model"  # the multilingual collection's metadata key naming the model of its vectors
 T = TypeVar("T")
 
 
@@ -162,6 +166,7 @@ class VectorStore:
     def __init__(self, settings: Settings, kb: str) -> None:
         self.settings = settings
         self.collection_name = f"rag_{kb}"
+        self.multilingual_name = f"rag_{kb}{MULTILINGUAL_SUFFIX}"
         self._open()
 
     def _open(self) -> None:
@@ -170,6 +175,7 @@ class VectorStore:
             self.collection = client.get_or_create_collection(
                 self.collection_name, metadata={"hnsw:space": "cosine"}, embedding_function=None
             )
+            self.multilingual = _multilingual_collection(client, self.multilingual_name)
         except httpx.TransportError as exc:
             forget_client(self.settings)
             raise StoreUnavailable(f"Lost the Chroma server while opening '{self.collection_name}': {exc}.") from exc
@@ -208,6 +214,46 @@ class VectorStore:
             nodes.append(node)
         self._call("add", lambda: self.li_store.add(nodes))
 
+    def add_multilingual(self, chunks: list[ChunkRecord], embeddings: np.ndarray) -> None:
+        """The multilingual embedder's vectors of ``chunks``, with the text and metadata the main
+        collection keeps (a dense hit there is a whole chunk, like one here)."""
+        if not chunks:
+            return
+        metas = [c.metadata() | {"rev_key": f"{c.doc_id}:{c.revision}"} for c in chunks]
+        self._call(
+            "add",
+            lambda: self.multilingual.upsert(
+                ids=[c.id for c in chunks],
+                embeddings=np.asarray(embeddings, dtype=np.float32),
+                documents=[c.text for c in chunks],
+                metadatas=metas,
+            ),
+        )
+
+    def multilingual_model(self) -> str:
+        """The model that wrote the multilingual vectors ('' for a collection made before it was recorded)."""
+        return str((self.multilingual.metadata or {}).get(MODEL_KEY, ""))
+
+    def multilingual_ids(self, batch: int = 5000) -> set[str]:
+        """Ids of every chunk with a multilingual vector."""
+        ids: set[str] = set()
+        offset = 0
+        while True:
+            got = self._call("get", lambda at=offset: self.multilingual.get(limit=batch, offset=at, include=[]))
+            if not got["ids"]:
+                return ids
+            ids.update(got["ids"])
+            offset += len(got["ids"])
+
+    def multilingual_count(self) -> int:
+        return self._call("count", lambda: self.multilingual.count())
+
+    def reset_multilingual(self) -> None:
+        """Drop the multilingual vectors (a new collection, recorded with the current model)."""
+        client = chroma_client(self.settings)
+        self._call("reset", lambda: client.delete_collection(self.multilingual_name))
+        self.multilingual = _multilingual_collection(client, self.multilingual_name)
+
     def add_items(self, ids: list[str], embeddings: np.ndarray, texts: list[str], metadatas: list[dict]) -> None:
         """Add vectors exactly as exported (backup import): ids, texts and metadata unchanged."""
         self._call(
@@ -218,17 +264,23 @@ class VectorStore:
         )
 
     def reset(self) -> None:
-        """Empty the collection (drop and re-create it)."""
-        self._call("reset", lambda: chroma_client(self.settings).delete_collection(self.collection_name))
+        """Empty both collections (drop and re-create them)."""
+        client = chroma_client(self.settings)
+        self._call("reset", lambda: client.delete_collection(self.collection_name))
+        self._call("reset", lambda: client.delete_collection(self.multilingual_name))
         self._open()
 
-    def query(self, vec: np.ndarray, k: int, where: dict | None = None) -> list[tuple[str, str, dict, float]]:
-        """(chunk id, text, metadata, cosine similarity), best first."""
+    def query(
+        self, vec: np.ndarray, k: int, where: dict | None = None, multilingual: bool = False
+    ) -> list[tuple[str, str, dict, float]]:
+        """(chunk id, text, metadata, cosine similarity), best first; ``multilingual`` searches the
+        multilingual embedder's collection."""
         if k <= 0:  # an empty collection answers an empty list; no count() round trip per query
             return []
+        collection = self.multilingual if multilingual else self.collection
         res = self._call(
             "query",
-            lambda: self.collection.query(
+            lambda: collection.query(
                 query_embeddings=[vec.tolist()],
                 n_results=k,
                 where=where or None,
@@ -239,10 +291,12 @@ class VectorStore:
         return [(cid, text or "", meta or {}, 1.0 - float(dist)) for cid, text, meta, dist in rows]
 
     def delete_revision(self, doc_id: str, revision: int) -> None:
-        self._call("delete", lambda: self.collection.delete(where={"rev_key": f"{doc_id}:{revision}"}))
+        for collection in (self.collection, self.multilingual):
+            self._call("delete", lambda c=collection: c.delete(where={"rev_key": f"{doc_id}:{revision}"}))
 
     def delete_document(self, doc_id: str) -> None:
         self._call("delete", lambda: self.li_store.delete(ref_doc_id=doc_id))
+        self._call("delete", lambda: self.multilingual.delete(where={"doc_id": doc_id}))
 
     def count(self) -> int:
         return self._call("count", lambda: self.collection.count())
@@ -260,22 +314,34 @@ class VectorStore:
             yield from zip(got["ids"], got["documents"], got["metadatas"], strict=False)
             offset += len(got["ids"])
 
-    def all_embeddings(self, batch: int = 2000):
+    def all_embeddings(self, batch: int = 2000, multilingual: bool = False):
         """Yield (id, metadata, vector) for every stored vector (the why-not probe's dense ranks)."""
+        collection = self.multilingual if multilingual else self.collection
         offset = 0
         while True:
             got = self._call(
                 "get",
-                lambda at=offset: self.collection.get(limit=batch, offset=at, include=["metadatas", "embeddings"]),
+                lambda at=offset: collection.get(limit=batch, offset=at, include=["metadatas", "embeddings"]),
             )
             if not len(got["ids"]):
                 return
             yield from zip(got["ids"], got["metadatas"], got["embeddings"], strict=False)
             offset += len(got["ids"])
 
-    def get_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
-        got = self._call("get", lambda: self.collection.get(ids=ids, include=["embeddings"]))
+    def get_embeddings(self, ids: list[str], multilingual: bool = False) -> dict[str, np.ndarray]:
+        collection = self.multilingual if multilingual else self.collection
+        got = self._call("get", lambda: collection.get(ids=ids, include=["embeddings"]))
         return {cid: np.asarray(e, dtype=np.float32) for cid, e in zip(got["ids"], got["embeddings"], strict=False)}
+
+
+def _multilingual_collection(client: chromadb.api.ClientAPI, name: str):
+    """The multilingual collection, made (recording the current model) when missing; an existing one
+    keeps the model it records, so a model change shows as a mismatch instead of mixed vectors."""
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except (NotFoundError, ValueError):
+        meta = {"hnsw:space": "cosine", MODEL_KEY: MULTILINGUAL_EMBEDDER}
+        return client.get_or_create_collection(name, metadata=meta, embedding_function=None)
 
 
 class DenseScores(NamedTuple):
@@ -290,8 +356,8 @@ class DenseMatrix:
     probe). Read from the vector store once per index revision and kept, so a probe after the
     first costs one matrix-vector product rather than a search for every chunk."""
 
-    def __init__(self, store: VectorStore, dim: int) -> None:
-        self.store, self.dim = store, dim
+    def __init__(self, store: VectorStore, dim: int, multilingual: bool = False) -> None:
+        self.store, self.dim, self.multilingual = store, dim, multilingual
         self._cached: tuple[int, list[str], np.ndarray] | None = None  # (index revision, ids, vectors)
         self._lock = threading.Lock()
 
@@ -302,7 +368,7 @@ class DenseMatrix:
         if cached is None or cached[0] != revision:
             live = active()
             ids, vecs = [], []
-            for cid, meta, vec in self.store.all_embeddings():
+            for cid, meta, vec in self.store.all_embeddings(multilingual=self.multilingual):
                 if live.get(str((meta or {}).get("doc_id"))) == (meta or {}).get("revision"):
                     ids.append(cid)
                     vecs.append(vec)
