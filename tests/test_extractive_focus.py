@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer.question import outside_range, question_parts
+from rag.answer.conditions import Interval, outside_range
+from rag.answer.question import question_parts
 from rag.ask import ask
 from rag.ingest.pipeline import UploadItem
 
@@ -122,10 +123,14 @@ def test_question_parts(question, parts):
 
 
 def test_an_amount_outside_a_rules_range_is_recognized():
-    assert outside_range((8000.0,), "Your line manager approves claims of up to USD 2,500.")
-    assert not outside_range((8000.0,), "Claims above USD 2,500 and up to USD 10,000 need approval from a director.")
-    assert not outside_range((8000.0,), "单笔报销金额在 5,000 元至 20,000 元之间的，由部门经理审批后，报财务经理审批；")
-    assert outside_range((8000.0,), "单笔报销金额超过 20,000 元的，须由总经理审批。")
+    assert outside_range((Interval.point(8000),), "Your line manager approves claims of up to USD 2,500.")
+    assert not outside_range(
+        (Interval.point(8000),), "Claims above USD 2,500 and up to USD 10,000 need approval from a director."
+    )
+    assert not outside_range(
+        (Interval.point(8000),), "单笔报销金额在 5,000 元至 20,000 元之间的，由部门经理审批后，报财务经理审批；"
+    )
+    assert outside_range((Interval.point(8000),), "单笔报销金额超过 20,000 元的，须由总经理审批。")
     assert not outside_range((), "Claims above USD 10,000 need approval from the CFO.")
 
 

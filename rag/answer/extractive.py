@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llama_index.core.llms import LLM
 
 from rag.answer import lexical
+from rag.answer.asked import carries
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
-from rag.answer.question import QuestionPart, has_date, missing_names, new_figures, outside_range, question_parts
-from rag.answer.sentences import CJK_RE, Segment, is_cjk
+from rag.answer.conditions import outside_range
+from rag.answer.question import QuestionPart, has_date, missing_names, new_figures, question_parts
+from rag.answer.sentences import CJK_RE, Segment, is_cjk, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.retrieval.answerability.sentence_reader import SentenceReader, shipped_sentence_reader
@@ -59,6 +61,8 @@ class Pick:
     terms: frozenset[str] = frozenset()  # the question part's terms it holds
     coverage: float = 1.0  # their share of the part's terms
     reader: float | None = None  # the sentence reader's P(holds the answer), when it read the sentence
+    carried: bool = True  # it carries what the part asks for (``asked.carries``)
+    usable: bool = True  # it can answer at all: a whole sentence or row, not a lead-in or a cut-off row
 
 
 @dataclass(frozen=True)
@@ -146,34 +150,54 @@ def score_for_part(
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n) if q_vec is not None else None
-        leads = lead_ins(chunk.segments)
-        topic = matched_terms(part.tokens, chunk.topic, chunk.topic_tokens)  # held by every sentence here
+        leads = {} if part.yes_no else lead_ins(chunk.segments)  # a yes/no is answered in a sentence's own words
+        cut_row = partial_row(chunk.segments)  # the chunk starts inside a table row: that tail answers nothing
+        topic = matched_terms(
+            part.tokens | part.context, chunk.topic, chunk.topic_tokens
+        )  # held by every sentence here
         chars = part.chars - set(chunk.topic)  # what tells this chunk's sentences apart, letter by letter
         for i, seg in enumerate(chunk.segments):
             tokens, text = chunk.tokens[i], seg.text
             if i in leads:
                 tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
-            terms = matched_terms(part.tokens, text, tokens) | topic
+            terms = matched_terms(part.tokens, text, tokens) | (topic & part.tokens)
             lex = len(terms) / len(part.tokens) if part.tokens else 0.0
             score = (
                 lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)
             )
-            body = list_body(seg.text)
-            if (part.wants_figure and not new_figures(body, part)) or (
-                part.wants_date and not has_date(body, part.dates)
-            ):
-                score *= NO_FIGURE_FACTOR
-            if part.cjk != is_cjk(body):
-                score *= OTHER_LANGUAGE_FACTOR
-            if outside_range(part.amounts, body):
-                score *= OUT_OF_RANGE_FACTOR
+            factor, gives = _fit(part, list_body(seg.text))
+            score *= factor
             if chars:
                 score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
             p = read[n][i] if n in read else None
             if p is not None:
                 score += W_SENTENCE_READER * p
-            picks.append(Pick(n, seg, round(score, 4), terms, lex, None if p is None else round(p, 4)))
+            reader_p = None if p is None else round(p, 4)
+            held = _carries(part, terms | topic, text, tokens, gives)
+            usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
+            picks.append(Pick(n, seg, round(score, 4), terms, lex, reader_p, held, usable))
     return picks
+
+
+def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
+    """The factor lowering a sentence's score for what it lacks or is outside of, and whether it
+    gives the figure or date the part asks for."""
+    no_figure = part.wants_figure and not new_figures(body, part)
+    no_date = part.wants_date and not has_date(body, part.dates)
+    factor = NO_FIGURE_FACTOR if no_figure or no_date else 1.0
+    if part.cjk != is_cjk(body):
+        factor *= OTHER_LANGUAGE_FACTOR
+    if outside_range(part.ranges, body):
+        factor *= OUT_OF_RANGE_FACTOR
+    gives = (part.wants_figure and not no_figure) or (part.wants_date and not no_date)
+    return factor, gives
+
+
+def _carries(part: QuestionPart, terms: frozenset[str], text: str, tokens: set[str], gives: bool) -> bool:
+    """The sentence carries what the part asks for (``asked.carries``); a follow-up part's scope
+    holds the terms of the parts before it (``terms`` holds those its heading has)."""
+    context = matched_terms(part.context, text, tokens)
+    return carries(part.asked, part.tokens | part.context, terms | context, gives)
 
 
 def _read(reader: SentenceReader, part: QuestionPart, index: EvidenceIndex) -> dict[int, list[float]]:
@@ -230,10 +254,14 @@ def select_sentences(
     known = " ".join(c.text for c in request.evidence).casefold()
     out: list[Pick | Gap] = []
     seen: list[str] = []
+    before: frozenset[str] = frozenset()  # the terms of the parts before this one
     for part in question_parts(request.question):
         answered = any(isinstance(p, Pick) for p in out)
         floor = MIN_SCORE_FOLLOW_UP if answered else MIN_SCORE
         vectors = cjk_vectors or not part.cjk
+        if answered:  # a follow-up's scope includes what was asked before it
+            part = replace(part, context=before - part.tokens)
+        before |= part.tokens
         taken = set(seen)
         picks = (
             [] if missing_names(part, known) else _answer_part(part, request, rejected, floor, vectors, taken, reader)
@@ -268,9 +296,7 @@ def _answer_part(
     usable = [
         p
         for p in ranked
-        if _answer_like(p.segment.text)
-        and p.coverage >= MIN_COVERAGE
-        and lexical.normalize(p.segment.text) not in rejected
+        if p.usable and p.carried and p.coverage >= MIN_COVERAGE and lexical.normalize(p.segment.text) not in rejected
     ]
     if not usable or usable[0].score < floor:
         return []
@@ -291,12 +317,13 @@ def _norm(pick: Pick) -> str:
     return lexical.normalize(list_body(pick.segment.text))
 
 
-def _answer_like(text: str) -> bool:
+def _answer_like(text: str, yes_no: bool = False) -> bool:
     """Long enough to state something, not a lead-in ("... for the city tier:") whose answer is
     in the list that follows it, and not itself a question: a headline or FAQ line that repeats
-    the question's words ("2022北京冬奥会开幕式总导演是谁?") holds its terms but states nothing."""
+    the question's words ("2022北京冬奥会开幕式总导演是谁?") holds its terms but states nothing.
+    For a yes/no part a lead-in can answer: "…，无需提供餐饮发票：" says no before its list."""
     end = _SOURCE_REF_RE.sub("", text).rstrip(' \t"”’」』)）')
-    if end.endswith((":", "：", "?", "？")) or text.lstrip().startswith("#"):
+    if end.endswith(("?", "？")) or (end.endswith((":", "：")) and not yes_no) or text.lstrip().startswith("#"):
         return False
     cjk = len(CJK_RE.findall(text))
     return cjk >= MIN_CJK_CHARS if cjk else len(text.split()) >= MIN_WORDS

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 
 from rag.answer import lexical
+from rag.answer.asked import AnswerKind, Asked, asked_for
+from rag.answer.conditions import Interval, question_ranges
 from rag.answer.sentences import CJK_RE, is_cjk
 
 MIN_PART_TOKENS = 2
@@ -31,15 +33,6 @@ _FIGURE_EN_RE = re.compile(
     r"headcount|price|cost|fee|number of)\b",
     re.I,
 )
-_NUM = r"(\d{1,3}(?:,\d{3})+|\d{3,}(?:\.\d+)?)"  # amounts: 2,500 or 300 and up (not "5 days")
-_AMOUNT_RE = re.compile(_NUM)
-_CURRENCY = r"(?:USD|EUR|CAD|GBP|\$|€)?\s*"
-_LOWER_RE = re.compile(rf"(?:above|over|more than|exceeding|greater than|超过)\s*{_CURRENCY}{_NUM}", re.I)
-_UPPER_RE = re.compile(
-    rf"(?:up to|below|under|less than|at most|not exceeding|不超过)\s*{_CURRENCY}{_NUM}|{_NUM}\s*元?\s*(?:以下|以内)",
-    re.I,
-)
-_BETWEEN_RE = re.compile(rf"{_NUM}\s*元?\s*(?:至|到|-|–)\s*{_NUM}")
 _DATE_EN_RE = re.compile(r"\b(?:until|by|since) when\b|\bwhat date\b|\bwhen (?:will|did|was|is)\b", re.I)
 # Chinese questions are often a noun phrase that names what it wants ("…的开幕时间", "…的死亡人数"):
 # a quantity noun asks for a figure, 时间 / 日期 for a date, as much as 多少 or 何时 do.
@@ -64,12 +57,20 @@ class QuestionPart:
     tokens: frozenset[str]  # content tokens (lexical.content_tokens)
     wants_figure: bool  # asks for a number, amount, duration or date
     cjk: bool
-    amounts: tuple[float, ...] = ()  # amounts the part names ("a USD 8,000 claim"), for range rules
+    ranges: tuple[Interval, ...] = ()  # amounts it asks about ("above USD 10,000", "a USD 8,000 claim")
     wants_date: bool = False  # asks when / until when / by when
     names: tuple[str, ...] = ()  # names and version numbers the part mentions ("Contoso", "6.0")
     chars: frozenset[str] = frozenset()  # its CJK characters less function and question ones
     figures: frozenset[str] = frozenset()  # numbers it states itself (lexical.numbers): "2022" of "2022年…交付量"
     dates: frozenset[str] = frozenset()  # dates it states itself ("2022年"), whitespace dropped
+    asked: Asked = Asked(AnswerKind.OPEN)  # the kind of answer it asks for and the asked thing's head
+    context: frozenset[str] = (
+        frozenset()
+    )  # terms of the answered parts before it ("…cap, and who approves exceptions?")
+
+    @property
+    def yes_no(self) -> bool:
+        return self.asked.kind is AnswerKind.YES_NO
 
 
 def question_parts(question: str) -> list[QuestionPart]:
@@ -102,12 +103,13 @@ def _content(text: str) -> frozenset[str]:
 def _part(text: str) -> QuestionPart:
     cjk = is_cjk(text)
     figure = bool((_FIGURE_ZH_RE if cjk else _FIGURE_EN_RE).search(text))
-    amounts = tuple(float(m.replace(",", "")) for m in _AMOUNT_RE.findall(text))
+    ranges = question_ranges(text)
     date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(CJK_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     figures, dates = frozenset(lexical.numbers(text)), _dates(text)
-    return QuestionPart(text.strip(), _content(text), figure, cjk, amounts, date, names, chars, figures, dates)
+    asked = asked_for(text, cjk, _content)
+    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, figures, dates, asked)
 
 
 def has_date(text: str, given: frozenset[str] = frozenset()) -> bool:
@@ -130,27 +132,6 @@ def missing_names(part: QuestionPart, known: str) -> list[str]:
     """Names and version numbers of ``part`` that the evidence (``known``, casefolded) never
     mentions: the question is about something the documents do not cover ("Contoso", "6.0")."""
     return [n for n in part.names if n.casefold() not in known]
-
-
-def outside_range(amounts: tuple[float, ...], text: str) -> bool:
-    """``text`` states a range ("above USD 2,500 and up to USD 10,000", "5,000 元以下") that none
-    of the question's ``amounts`` falls in: a rule for other cases than the one asked about."""
-    if not amounts:
-        return False
-    lows = _bounds(_LOWER_RE, text) + [_value(a) for a, _ in _BETWEEN_RE.findall(text)]
-    highs = _bounds(_UPPER_RE, text) + [_value(b) for _, b in _BETWEEN_RE.findall(text)]
-    if not lows and not highs:
-        return False
-    low, high = max(lows, default=float("-inf")), min(highs, default=float("inf"))
-    return not any(low <= a <= high for a in amounts)
-
-
-def _bounds(regex: re.Pattern[str], text: str) -> list[float]:
-    return [_value(next(g for g in m.groups() if g)) for m in regex.finditer(text)]
-
-
-def _value(raw: str) -> float:
-    return float(raw.replace(",", ""))
 
 
 def _en_pieces(question: str) -> list[str]:

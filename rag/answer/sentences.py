@@ -2,6 +2,10 @@
 
 Citation markers that follow a sentence's final punctuation ("... 7 days. [1]") belong to
 that sentence, so an answer splits into sentences that each carry their own [n].
+
+A table row rendered as a record line ("city: Dublin; headcount: 118; site_lead: ...", the
+CSV parser's form) is one sentence: it ends at its line break, and a period inside a cell
+does not end it. A row keeps its column names, so a cited row says what each value is.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr no fig approx cf al inc 
 _WORD_BEFORE_RE = re.compile(r"([A-Za-z.]+)$")
 _INITIALISM_RE = re.compile(r"(?:^|\.)[A-Za-z]\.[A-Za-z]$")
 _LIST_NUMBER_RE = re.compile(r"(?:^|\n)[ \t]*\d+$")
+_LINE_SPAN_RE = re.compile(r"[^\n]+")
+_FIELD_RE = re.compile(r"\s*([^:;\n]{1,60}): \S")  # "column: value"
 
 
 @dataclass(frozen=True)
@@ -52,9 +58,12 @@ def split_sentences(text: str, newline_breaks: bool = False) -> list[Segment]:
     line break does (answers), without it single newlines are treated as line wraps (PDFs).
     """
     cuts = {0, len(text)}
+    rows = record_lines(text)
     for match in _END_RE.finditer(text):
-        if not _is_false_stop(text, match.start()):
+        if not _is_false_stop(text, match.start()) and not any(s < match.end() < e for s, e in rows):
             cuts.add(match.end())
+    for start, end in rows:
+        cuts.update((start, end))
     line_re = _LINE_RE if newline_breaks else _BULLET_LINE_RE
     for regex in (_PARAGRAPH_RE, line_re):
         cuts.update(m.start() for m in regex.finditer(text))
@@ -70,6 +79,40 @@ def split_sentences(text: str, newline_breaks: bool = False) -> list[Segment]:
             seg = Segment(text[prev.start : seg.end], prev.start, seg.end)
         segments.append(seg)
     return segments
+
+
+def record_keys(line: str) -> list[str] | None:
+    """The column names of a record line ("city: Dublin; headcount: 118" -> ["city", "headcount"]),
+    None when some piece between "; " is not "name: value" or there are fewer than two."""
+    pieces = line.strip().split("; ")
+    if len(pieces) < 2:
+        return None
+    keys = [m.group(1).strip() for m in map(_FIELD_RE.match, pieces) if m]
+    return keys if len(keys) == len(pieces) else None
+
+
+def record_lines(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each line of ``text`` that is a record line."""
+    return [m.span() for m in _LINE_SPAN_RE.finditer(text) if record_keys(m.group())]
+
+
+def partial_row(segments: list[Segment]) -> bool:
+    """The first segment is the tail of a row cut off by the chunk's start: a line of fields
+    whose first piece is a bare value ("Floor 5, Valencia; site_lead: ...; headcount: 43"), or a
+    record line starting at a column which the chunk's other rows hold after their first one."""
+    if not segments:
+        return False
+    pieces = segments[0].text.strip().split("; ")
+    if len(pieces) >= 3 and not _FIELD_RE.match(pieces[0]) and record_keys("; ".join(pieces[1:])):
+        return True
+    first = record_keys(segments[0].text)
+    if not first:
+        return False
+    for seg in segments[1:]:
+        keys = record_keys(seg.text)
+        if keys and keys[0] != first[0] and first[0] in keys[1:]:
+            return True
+    return False
 
 
 def _is_false_stop(text: str, pos: int) -> bool:
