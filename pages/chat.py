@@ -21,6 +21,7 @@ from rag.views.chat import (
     turn_notes,
     turn_sources,
 )
+from rag.views.decision import turn_note
 from rag.views.highlight import md_escape
 
 appkit.page_setup()
@@ -70,15 +71,16 @@ def _sources(turn) -> None:
             st.html(note.html)
 
 
-def _outcome(answer) -> None:
+def _outcome(answer, trace) -> None:
     if answer.outcome is Outcome.ANSWER:
         st.markdown(answer_markdown(answer.text))
         return
+    note = turn_note(answer, trace)  # title and "Why" from the decision record, in the question's language
     if answer.outcome is Outcome.CLARIFY:
-        st.info(f"**Clarifying question** — {md_escape(answer.text)}", icon=":material/help:")
+        st.info(f"**{note.title}** — {md_escape(answer.text)}", icon=":material/help:")
     else:
-        st.warning(f"**Not answered** — {md_escape(answer.text)}", icon=":material/block:")
-    st.caption(f"Why: {md_escape(answer.refusal_reason)}")
+        st.warning(f"**{note.title}** — {md_escape(answer.text)}", icon=":material/block:")
+    st.caption(md_escape(note.why))
 
 
 def _ask_again(question: str) -> None:
@@ -105,7 +107,7 @@ def _turn(turn) -> None:
         _changed_sources(turn, trace)
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
-        _outcome(turn.answer)
+        _outcome(turn.answer, trace)
         for note in turn_notes(trace, turn.answer):
             st.caption(md_escape(note))
         if not turn.answer.refused:

@@ -26,6 +26,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag import ask
 from rag.config import Settings
+from rag.views.decision import explain_trace, turn_note
 from rag.views.highlight import md_escape
 
 pytestmark = pytest.mark.slow
@@ -105,7 +106,9 @@ def test_chat_refusal_renders_as_a_refusal_with_its_reason(app_kb):
     run(at.chat_input(key="chat_input").set_value(UNANSWERABLE))
     warning = texts(at.warning)
     assert "Not answered" in warning and "can't" in warning
-    assert "Why:" in texts(at.caption) and "threshold" in texts(at.caption)
+    turn = _last_turn(app_kb, UNANSWERABLE)
+    note = turn_note(turn.answer, ask.load_trace(app_kb, turn.trace_id))  # from the decision record
+    assert note.why.startswith("Why: Decided by the ") and md_escape(note.why) in texts(at.caption)
     closest = [e for e in at.expander if e.label.startswith("Closest passages found")]
     assert closest and "rank 1" in texts(closest[-1].markdown)  # what it found, for the user to judge
     assert ":blue-badge[" not in texts(closest[-1].markdown)  # and nothing cited
@@ -196,13 +199,14 @@ def test_inspector_scores_tab_shows_fallback_decision(app_kb):
     turn = _last_turn(app_kb, UNANSWERABLE)
     at = start("inspector", kb="demo", turn=turn.id, tab="Scores & fallback")
     metrics = {m.label: m.value for m in at.metric}
-    turn_threshold = Settings.from_env().answerable_threshold  # the answerability stage decided
-    assert metrics["Decision"] in ("reject", "clarify") and metrics["Threshold"] == f"{turn_threshold:.3f}"
-    assert "P(answerable)" in metrics
+    ex = explain_trace(ask.load_trace(app_kb, turn.trace_id))  # what decided, from the decision record
+    assert metrics == {m.label: m.value for m in ex.metrics} and metrics["Decision"] in ("reject", "clarify")
+    assert metrics["Decided by"] == ex.rule and ex.rule in ("absent-term rule", "answerability threshold")
     assert "Not answered" in texts(at.warning)
     features = frame(at, "what it measures")
     assert {"p_top", "missing_share", "cover_sentence", "bias"} <= set(features["feature"])
-    assert len(at.get("plotly_chart")) == 2
+    # rerank scores and rank flow, plus P(answerable) against its threshold when that decided
+    assert len(at.get("plotly_chart")) == 2 + (ex.operating_point is not None)
 
 
 def test_inspector_queries_and_timings(app_kb):
