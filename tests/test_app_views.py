@@ -5,8 +5,9 @@ from __future__ import annotations
 from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind, Outcome
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
-from rag.views.charts import rank_flow_figure, score_figure, timings_figure
+from rag.views.charts import decision_figure, rank_flow_figure, score_figure, timings_figure
 from rag.views.chat import AnswerStream, answer_markdown, conversation_labels, footnotes
+from rag.views.decision import ChartLine, OperatingPoint
 from rag.views.ledger import (
     filter_ledger,
     ledger_frame,
@@ -127,8 +128,11 @@ def test_rank_flow_goes_from_each_retriever_to_rrf_and_on():
 
 def test_score_and_timing_figures():
     trace = make_trace()
-    fig = score_figure(score_frame(trace), 0.35, 0.9)
+    fig = score_figure(score_frame(trace), ChartLine(0.35, "Rerank threshold 0.35"), 0.9)
     assert {s.x0 for s in fig.layout.shapes} == {0.35, 0.9}
+    assert {s.x0 for s in score_figure(score_frame(trace), None, 0.9).layout.shapes} == {0.9}  # none decided
+    point = decision_figure(OperatingPoint(0.42, 0.5, "P(answerable) 0.420 · Threshold 0.500"))
+    assert [s.x0 for s in point.layout.shapes] == [0.5] and list(point.data[0].x) == [0.42]
     t = timings_frame(trace)
     assert list(t["stage"]) == ["embed", "dense", "rerank", "total"]
     assert "total 20 ms" in timings_figure(t).layout.title.text
