@@ -31,7 +31,7 @@ def test_write_keeps_kept_sections_and_their_status_rows(tmp_path):
     out = tmp_path / "docs" / "BENCHMARKS.md"
     out.parent.mkdir()
     out.write_text(f"# Benchmarks\n\nan old generated paragraph\n\n{KEPT}\n\nold splits\n", encoding="utf-8")
-    write(out, Settings(home=tmp_path / "home"), tmp_path / "bench", {"SciFact": _section()}, [])
+    write(out, Settings(home=tmp_path / "home"), tmp_path / "bench", {"scifact": _section()}, [])
     text = out.read_text(encoding="utf-8")
     assert KEPT in text  # carried over byte for byte
     assert "an old generated paragraph" not in text and "old splits" not in text
@@ -43,6 +43,20 @@ def test_write_keeps_kept_sections_and_their_status_rows(tmp_path):
         assert (out.parent / "img" / name).read_bytes()[:8] == PNG_MAGIC
     assert text.index("## SciFact") < text.index("## Ingest") < text.index("## Which split was used for what")
     assert "session" not in text.lower()
+
+
+def test_a_section_not_measured_this_time_is_carried_over(tmp_path):
+    out = tmp_path / "BENCHMARKS.md"
+    settings = Settings(home=tmp_path / "home")
+    write(out, settings, tmp_path, {"scifact": _section()}, [])
+    demo = Section("## Demo gold set\n\ndemo table", [["Demo", "demo test", "1.000", "1.0", "`eval run`"]])
+    write(out, settings, tmp_path, {"demo": demo}, [])  # like `report --only demo`
+    text = out.read_text(encoding="utf-8")
+    assert "measured table" in text and "demo table" in text
+    assert text.index("## SciFact") < text.index("## Demo gold set")  # in SECTIONS order
+    status = text[text.index("## Status") : text.index("## Reproduce")]
+    assert "| SciFact retrieval |" in status and "| Demo | demo test |" in status
+    assert f"(img/{STAGES_PNG})" in status  # drawn by the first run, still there
 
 
 def test_kept_status_pads_short_rows():

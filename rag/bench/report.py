@@ -44,6 +44,15 @@ class Section:
     ndcg: dict[str, float | None] = field(default_factory=dict)  # stage -> nDCG@10 (bench beir)
     curves: list[Curve] = field(default_factory=list)
 
+    def kept(self, name: str) -> str:
+        """The section as a kept block named ``name``, its status rows inside it: a later
+        ``--only`` run that does not measure it carries it over, status rows included."""
+        rows = "".join(f"<!-- status: {' | '.join(row)} -->\n" for row in self.status)
+        return f"<!-- kept: {name} -->\n{self.markdown.strip()}\n\n{rows}<!-- /kept: {name} -->"
+
+
+LABELS = {"scifact": "SciFact", "rgb-zh": "RGB-zh", "demo": "demo"}  # section -> its name in the plots
+
 
 def main(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
@@ -53,9 +62,9 @@ def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     sections: dict[str, Section] = {}
     if "scifact" in only:
-        sections["SciFact"] = scifact(bench / "scifact", settings)
+        sections["scifact"] = scifact(bench / "scifact", settings)
     if "rgb-zh" in only:
-        sections["RGB-zh"] = rgb_zh(bench / "rgb-zh" / "beir", settings, limit)
+        sections["rgb-zh"] = rgb_zh(bench / "rgb-zh" / "beir", settings, limit)
     if "demo" in only:
         sections["demo"] = demo(settings)
     dumps = [Path(d) for d in getattr(args, "refusal_dump", None) or []]
@@ -65,22 +74,24 @@ def main(args: argparse.Namespace) -> int:
 
 
 def write(out: Path, settings: Settings, bench: Path, sections: dict[str, Section], extra: list[Curve]) -> None:
-    """The report from measured ``sections``, the kept sections of the file it replaces, and
-    the images under ``img/``."""
+    """The report from the measured ``sections`` (keys of ``SECTIONS``), the kept sections of the
+    file it replaces (a generated section not measured this time among them), and the images
+    under ``img/``."""
     kept = kept_sections(out)
+    blocks = [sections[n].kept(n) if n in sections else kept[n] for n in SECTIONS if n in sections or n in kept]
+    blocks += [text for n, text in kept.items() if n not in SECTIONS]
     images = plots(out.parent / "img", sections, extra)
-    status = [row for s in sections.values() for row in s.status] + kept_status(kept)
-    body = [header(settings), status_table(status, images), reproduce(settings, bench)]
-    body += [s.markdown for s in sections.values()] + kept + [sec.splits()]
+    body = [header(settings), status_table(kept_status(blocks), images), reproduce(settings, bench)]
+    body += [*blocks, sec.splits()]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n\n".join(part.strip() for part in body) + "\n", encoding="utf-8")
 
 
-def kept_sections(out: Path) -> list[str]:
-    """The ``KEPT_RE`` sections of the report being replaced, unchanged and in order."""
+def kept_sections(out: Path) -> dict[str, str]:
+    """Name -> ``KEPT_RE`` section of the report being replaced, unchanged and in order."""
     if not out.exists():
-        return []
-    return [match.group(0) for match in KEPT_RE.finditer(out.read_text(encoding="utf-8"))]
+        return {}
+    return {m.group("name"): m.group(0) for m in KEPT_RE.finditer(out.read_text(encoding="utf-8"))}
 
 
 def kept_status(kept: list[str]) -> list[list[str]]:
@@ -94,17 +105,16 @@ def kept_status(kept: list[str]) -> list[list[str]]:
 
 
 def plots(folder: Path, sections: dict[str, Section], extra: list[Curve]) -> dict[str, str]:
-    """Write the images the measured sections allow; name -> path relative to the report."""
-    written = {}
-    ndcg = {name: s.ndcg for name, s in sections.items() if s.ndcg}
+    """Write the images the measured sections allow (an image not redrawn this time stays);
+    name -> path relative to the report, for those that exist."""
+    ndcg = {LABELS[name]: s.ndcg for name, s in sections.items() if s.ndcg}
     if ndcg:
         plot_stages(ndcg, folder / STAGES_PNG)
-        written["stages"] = f"img/{STAGES_PNG}"
     curves = [c for s in sections.values() for c in s.curves] + extra
     if curves:
         plot_tradeoff(curves, folder / TRADEOFF_PNG)
-        written["tradeoff"] = f"img/{TRADEOFF_PNG}"
-    return written
+    images = {"stages": STAGES_PNG, "tradeoff": TRADEOFF_PNG}
+    return {key: f"img/{name}" for key, name in images.items() if (folder / name).exists()}
 
 
 def dump_curves(paths: list[Path]) -> list[Curve]:
