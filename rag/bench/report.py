@@ -5,8 +5,10 @@ figure, the goal, the command), then one section per benchmark. Figures this com
 measure itself (ingest, latency, the fits, the readers, PDF parsing, `bench refusal`) live in
 *kept* sections, between ``<!-- kept: NAME -->`` and ``<!-- /kept: NAME -->``, which a regenerate
 carries over as they are; a kept section adds its rows to the status table with lines
-``<!-- status: benchmark | data | figure | goal | command -->``. Images (the refusal trade-off,
-nDCG@10 per stage) are written to ``img/`` beside the Markdown.
+``<!-- status: benchmark | data | figure | goal | command -->``. The generated sections are
+written the same way (kept blocks named ``scifact``, ``rgb-zh``, ``demo``), so ``--only`` measures
+those it names and carries the others over. Images (the refusal trade-off, nDCG@10 per stage)
+are written to ``img/`` beside the Markdown.
 
 Run it with ``RAG_HOME`` set to a data directory kept between runs: the benchmark knowledge
 bases are ingested there once (SciFact takes 5-10 minutes on a laptop CPU), later runs reuse
