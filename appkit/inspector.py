@@ -31,6 +31,7 @@ from rag.views.ledger import (
     status_options,
     timings_frame,
 )
+from rag.views.meaning import term_match_frame
 from rag.views.sources import source_views
 
 
@@ -145,6 +146,9 @@ def _answerability(a) -> None:
     with st.expander("Answerability: does the evidence answer the question?", expanded=not a.answerable):
         for line in verdict_lines(a):
             st.markdown(md_escape(line))
+        if a.term_matches:
+            st.caption("How the documents say the question's terms (WordNet and Cilin synonyms count)")
+            st.dataframe(term_match_frame(a), hide_index=True, width="stretch", key="answerability_terms")
         st.dataframe(feature_frame(a), hide_index=True, width="stretch", key="answerability_features")
 
 

@@ -118,3 +118,21 @@ def test_the_inspector_table_says_how_each_term_was_found():
         {"term": "vacation", "found": "as a synonym", "via": "holiday (WordNet 3.0)", "in best sentence": "✓"},
         {"term": "sabbatical", "found": "not at all", "via": "—", "in best sentence": "—"},
     ]
+
+
+def test_phrases_stay_inside_a_clause_and_skip_the_most_common_words():
+    from rag.retrieval.answerability.phrases import phrases
+
+    got = phrases(["You may take 5 days of bereavement leave for a partner, child, parent or sibling."])
+    assert "bereavement leave" in got and "child" in got
+    assert "child parent" not in got and "you may" not in got
+
+
+def test_close_phrases_cover_a_term_in_other_words_but_not_a_look_alike(embedder):
+    from rag.retrieval.answerability.phrases import CLOSE_PHRASE_MIN, close_phrases
+
+    evidence = ["A medical certificate is required for absences of more than 3 days.", "Annual leave is 25 days."]
+    found = close_phrases({"doctor": "doctor's", "sabbat": "sabbatical"}, evidence, embedder.embed_texts)
+    assert "doctor" in found and found["doctor"].phrase.startswith("medical")
+    assert found["doctor"].cosine >= CLOSE_PHRASE_MIN
+    assert "sabbat" not in found  # "annual leave" is another kind of leave, not a sabbatical

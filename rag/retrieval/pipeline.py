@@ -272,6 +272,7 @@ class _Judge:
             self.settings.rerank_threshold,
             calibrated=ranked.calibrated,
             use_reader=self.settings.answer_reader,
+            embed=self.kb.embedder.embed_texts,
         )
 
     def _timed(self, stage: Stage, fn):

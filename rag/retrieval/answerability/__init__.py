@@ -17,6 +17,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*":
 
 from rag.records import TermStats
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
+from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader import READER_SCRIPTS, focus, shipped_reader
 from rag.retrieval.answerability.sentence_reader import shipped_sentence_reader
 from rag.retrieval.answerability.terms import (
@@ -30,6 +31,7 @@ from rag.retrieval.answerability.terms import (
     sentences,
 )
 from rag.retrieval.trace import Answerability, TermMatch
+from rag.store.tokenize import tokenize
 from rag.text.frequency import is_everyday
 from rag.text.synonyms import Synonym, synonyms
 
@@ -108,14 +110,21 @@ def features(
     calibrated: bool = True,
     reader=None,
     sentence_reader=None,
+    embed: Embed | None = None,
 ) -> _Read:
     """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence (``reader``:
     the answer reader that gives the ``reader`` feature, ``sentence_reader`` the one that gives
-    ``reader_sentence``; without one its feature is left out)."""
+    ``reader_sentence``; without one its feature is left out; ``embed``: the embedder that
+    finds close phrases for English terms found no other way)."""
     surface = question_terms(question)
     near = stats.near
     others = present_synonyms(surface, stats)
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
+    if embed is not None and gone and ranked:
+        latin = {t: surface[t] for t in gone if not CJK_LETTER.search(t)}
+        for t, close in close_phrases(latin, [c.text for c in ranked[:EVIDENCE_CHUNKS]], embed).items():
+            others[t] = (Synonym(close.phrase, tuple(tokenize(close.phrase)), f"close phrase, cos {close.cosine:.2f}"),)
+            gone.discard(t)
     df = {t: stats.df.get(t, 0) or _alias_df(t, near, others.get(t, ()), stats) for t in surface}
     weights = {t: idf(df[t], max(stats.chunks, 1)) for t in surface}
     total = sum(weights.values()) or 1.0
@@ -178,7 +187,7 @@ def _alias_df(t: str, near: Mapping[str, str], others: Sequence[Synonym], stats:
     """A term's document frequency through how the scope says it: its synonyms' (the rarest
     token of each, the most used synonym), or 1 for a spelling ``near`` found."""
     by_synonym = max((min(stats.df.get(tok, 0) for tok in s.tokens) for s in others), default=0)
-    return by_synonym or (1 if t in near else 0)
+    return by_synonym or (1 if t in near or others else 0)
 
 
 def term_matches(
@@ -194,7 +203,9 @@ def term_matches(
         elif t in stats.near:
             how, via = "spelling", stats.near[t]
         elif t in others:
-            how, via = "synonym", ", ".join(f"{s.spelling} ({s.source})" for s in others[t][:3])
+            close = others[t][0].source.startswith("close phrase")
+            how = "close phrase" if close else "synonym"
+            via = ", ".join(f"{s.spelling} ({s.source})" for s in others[t][:3])
         else:
             how, via = "absent", ""
         out.append(TermMatch(shown, how, via, t in in_best))
@@ -246,12 +257,13 @@ def assess(
     calibrated: bool = True,
     model: AnswerabilityModel | None = None,
     use_reader: bool = False,
+    embed: Embed | None = None,
 ) -> Answerability:
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``. ``use_reader``: for a script the answer reader
     reads, add its feature and decide with the model fit with it (``<script>/reader``)."""
     reader, sreader = _readers() if use_reader and script in READER_SCRIPTS else (None, None)
-    read = features(question, ranked, stats, calibrated, reader, sreader)
+    read = features(question, ranked, stats, calibrated, reader, sreader, embed)
     model = model or model_for(script, features=read.x)
     readers = " + ".join(read.readers[f] for f in model.features if f in read.readers)  # the readers it used
     if model.is_rule:
