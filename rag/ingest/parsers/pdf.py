@@ -61,19 +61,19 @@ class PdfStructure:
 
 
 def parse_pdf(name: str, data: bytes, max_pages: int) -> ParsedDocument:
-    pages, image_pages = read_structure(name, data, max_pages)
+    found, image_pages = read_structure(name, data, max_pages)
     builder = TextBuilder()
-    for blocks in pages.pages:
+    for blocks in found.pages:
         builder.new_page()
         for block in blocks:
             builder.add(block.text, sep=block.sep, heading_level=block.heading_level)
     if image_pages:
-        message = f"'{name}' has no text layer: {image_pages} of its {len(pages.pages)} page(s) are images (a scan?)."
+        message = f"'{name}' has no text layer: {image_pages} of its {len(found.pages)} page(s) are images (a scan?)."
         return builder.build(PARSER, PARSER_VERSION, empty_message=message, empty_fix=OCR_FIX)
     return builder.build(
         PARSER,
         PARSER_VERSION,
-        empty_message=f"'{name}' has {len(pages.pages)} page(s) but no extractable text.",
+        empty_message=f"'{name}' has {len(found.pages)} page(s) but no extractable text.",
         empty_fix=None,  # EmptyDocument's own fix: run OCR
     )
 
