@@ -102,13 +102,13 @@ def test_the_rule_for_the_asked_range_answers(kb, question, approver):
 def test_a_chinese_yes_no_question_is_answered_by_the_sentence_that_says_no(kb):
     a = answer(kb, "出差期间的餐费补贴需要提供发票吗？")
     assert not a.refused, a.refusal_reason
-    assert "无需提供餐饮发票" in a.text and "160" not in a.text
+    assert "无需提供餐饮发票。" in a.text and "160" not in a.text  # the lead-in, its colon now a full stop
 
 
 def test_an_english_yes_no_question_is_answered_by_the_sentence_that_says_no(kb):
     a = answer(kb, "Are receipts needed for meals on trips?")
     assert not a.refused, a.refusal_reason
-    assert "no receipts are needed" in a.text and "EUR 40" not in a.text
+    assert "no receipts are needed." in a.text and "EUR 40" not in a.text
 
 
 def test_a_figure_question_still_takes_the_list_item(kb):

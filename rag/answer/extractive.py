@@ -10,8 +10,9 @@ item holding the figure does. A part no sentence answers well enough gets a fixe
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
 
 Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") and a
-source's footnote marker after the sentence's end ("…市长。[33]") are dropped, and line wraps
-inside a sentence become single spaces.
+source's footnote marker after the sentence's end ("…市长。[33]") are dropped, line wraps
+inside a sentence become single spaces, and a lead-in shown without its list (a yes/no answer:
+"…，无需提供餐饮发票：") ends with a full stop instead of its colon.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ W_SENTENCE_READER = 0.5  # Chinese, a chunk without headings: + this x the sente
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"
+_LEAD_END_RE = re.compile(r"[:：]$")
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
 _CJK_TERMINAL = ("。", "！", "？", "」", "』", "）")
 _TERMINAL = (".", "!", "?", '"', "”", ")", *_CJK_TERMINAL)
@@ -349,6 +351,7 @@ def compose(picks: list[Pick | Gap]) -> str:
             text, mark = pick.sentence(), ""
         else:
             body = _FOOTNOTE_RE.sub("", " ".join(list_body(pick.segment.text).split()))
+            body = _LEAD_END_RE.sub(lambda m: "。" if m.group() == "：" else ".", body)
             text = _SOURCE_REF_RE.sub(r"\\[\1\\]", body)
             mark = f"[{pick.n}]" if text.endswith(_CJK_TERMINAL) else f" [{pick.n}]"
         if prev:
