@@ -6,7 +6,12 @@ with embedding cosine; a sentence holds the terms of the headings it sits under,
 "本种分布于……" under "# 青岚蜂鸟" is about the bird without naming it; lowered when the part asks for a figure the sentence lacks or the
 sentence is in the other language), and the best one answers the part. A lead-in that
 introduces a list ("... must not exceed the cap for the city tier:") never answers: the list
-item holding the figure does. A part no sentence answers well enough gets a fixed gap sentence
+item holding the figure does; only a yes/no part, answered in a sentence's own words, takes
+the lead-in ("…，无需提供餐饮发票：" says no). A sentence answers only when it carries what the
+part asks for (``asked.py``: the asked thing and some of its scope, or the figure asked for),
+and a rule for another amount range than the asked one ("above USD 10,000") is lowered
+(``conditions.py``). A table row is one sentence (``sentences.py``); the tail of a row cut off
+by the chunk's start never answers. A part no sentence answers well enough gets a fixed gap sentence
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
 
 Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") and a
@@ -154,9 +159,8 @@ def score_for_part(
         vecs = index.sentence_vectors(n) if q_vec is not None else None
         leads = {} if part.yes_no else lead_ins(chunk.segments)  # a yes/no is answered in a sentence's own words
         cut_row = partial_row(chunk.segments)  # the chunk starts inside a table row: that tail answers nothing
-        topic = matched_terms(
-            part.tokens | part.context, chunk.topic, chunk.topic_tokens
-        )  # held by every sentence here
+        # held by every sentence here
+        topic = matched_terms(part.tokens | part.context, chunk.topic, chunk.topic_tokens)
         chars = part.chars - set(chunk.topic)  # what tells this chunk's sentences apart, letter by letter
         for i, seg in enumerate(chunk.segments):
             tokens, text = chunk.tokens[i], seg.text
@@ -293,7 +297,8 @@ def _answer_part(
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
     The sentence reader's share counts toward ``floor``, never toward ``MIN_COVERAGE``: a sentence
-    holding under a fifth of the part's terms does not answer it, whatever the reader says."""
+    holding under a fifth of the part's terms does not answer it, whatever the reader says. Only
+    sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete."""
     ranked = sorted(score_for_part(part, request.index, vectors, reader), key=lambda p: -p.score)
     usable = [
         p
