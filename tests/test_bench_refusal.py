@@ -224,6 +224,8 @@ def test_ablation_shows_what_a_feature_buys():
     # the rule refuses 12 unanswerable questions on its own: without it as many or fewer are refused
     assert results[RULE].unanswerable_refused <= results[""].unanswerable_refused
     assert all(a.answerable_refused <= 0.08 for a in results.values())
+    (_, group) = ablate(_ablation_rows(), ["cover_sentence+agree"])
+    assert group.removed == "cover_sentence+agree" and group.auc < 0.7  # a group goes at once
 
 
 def test_ablation_reads_training_sets_only():

@@ -10,7 +10,8 @@ conditions in one fold), so a feature that only fits noise shows no gain: the AU
 of unanswerable questions refused at the operating point that refuses at most
 ``MAX_FALSE_REFUSALS`` of answerable ones (the shipped models' rule for choosing theirs).
 ``absent-term-rule`` keeps every feature and drops the rule that refuses a question holding an
-ordinary word no searched chunk contains (Latin script only). Only training sets are read.
+ordinary word no searched chunk contains (Latin script only); ``a+b`` removes a group at once
+(features that stand in for each other show no loss alone). Only training sets are read.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class Ablation:
     """One model refit on one group of training rows, with ``removed`` left out ('' = nothing)."""
 
     model: str  # latin | cjk | cjk/reader
-    removed: str
+    removed: str  # one name, or a group joined by "+"
     questions: int
     auc: float  # out of fold
     unanswerable_refused: float  # at the operating point (answerable refused <= MAX_FALSE_REFUSALS)
@@ -85,10 +86,11 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, qids: Sequence[str]) -> np.ndarray
 
 def measure(rows: Sequence[Row], model: str, removed: str = "") -> Ablation:
     script = model.split("/")[0]
-    names = tuple(n for n in FEATURES if n != removed and all(n in r.features for r in rows))
+    gone = set(removed.split("+")) if removed else set()
+    names = tuple(n for n in FEATURES if n not in gone and all(n in r.features for r in rows))
     x, y = matrix(list(rows), names)
     p = out_of_fold(x, y, [f"{r.set}:{r.qid}" for r in rows])
-    if removed != RULE:  # the absent-term rule refuses whatever the probability
+    if RULE not in gone:  # the absent-term rule refuses whatever the probability
         vetoed = np.array([bool(vetoing(r.absent_terms, script, r.question)) for r in rows])
         p = np.where(vetoed, 0.0, p)
     _, right, false = operating_point(p, y)
@@ -98,17 +100,21 @@ def measure(rows: Sequence[Row], model: str, removed: str = "") -> Ablation:
 def ablate(rows: Sequence[Row], removed: Sequence[str] = ABLATIONS) -> list[Ablation]:
     """For each model: the full refit first, then one refit per entry of ``removed`` that the
     model has (a feature it reads; the rule only where it applies)."""
-    unknown = [r for r in removed if r not in ABLATIONS]
+    unknown = [r for r in removed if any(n not in ABLATIONS for n in r.split("+"))]
     if unknown:
         raise ValueError(f"unknown ablation(s) {unknown}; known: {', '.join(ABLATIONS)}")
     out = []
     for model, part in groups(rows).items():
         out.append(measure(part, model))
         for name in removed:
-            applies = (name == RULE and model.split("/")[0] == "latin") or all(name in r.features for r in part)
-            if applies:
+            if all(_applies(n, model, part) for n in name.split("+")):
                 out.append(measure(part, model, name))
     return out
+
+
+def _applies(name: str, model: str, rows: Sequence[Row]) -> bool:
+    """The model reads the feature (the rule: only the Latin model has it)."""
+    return model.split("/")[0] == "latin" if name == RULE else all(name in r.features for r in rows)
 
 
 def table(results: Sequence[Ablation]) -> str:
@@ -132,7 +138,8 @@ def table(results: Sequence[Ablation]) -> str:
 def parse_names(values: Sequence[str]) -> tuple[str, ...]:
     """``--ablate`` values: names, comma lists, or ``all``."""
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
-    return ABLATIONS if "all" in names else tuple(names)
+    expanded = [n for name in names for n in (ABLATIONS if name == "all" else (name,))]
+    return tuple(dict.fromkeys(expanded))
 
 
 def main(argv: list[str] | None = None) -> int:

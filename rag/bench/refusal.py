@@ -358,7 +358,7 @@ def _ablations(args) -> tuple[str, ...]:
     from rag.bench.ablation import ABLATIONS, parse_names
 
     names = parse_names(args.ablate)
-    unknown = [n for n in names if n not in ABLATIONS]
+    unknown = [n for n in names if any(part not in ABLATIONS for part in n.split("+"))]
     if unknown:
         raise DatasetError(f"Unknown --ablate {unknown}.", fix=f"Use all, or any of: {', '.join(ABLATIONS)}.")
     tests = [s for s in args.sets if not SETS[s].train]
