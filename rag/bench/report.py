@@ -152,7 +152,9 @@ def status_table(rows: list[list[str]], images: dict[str, str]) -> str:
     if "stages" in images:
         links.append(f"[nDCG@10 per stage]({images['stages']})")
     seen = f"\n\nPlots: {' · '.join(links)}." if links else ""
-    return "## Status\n\n" + markdown_table(STATUS_HEADER, rows) + seen
+    lines = ["| " + " | ".join(STATUS_HEADER) + " |", "|" + "---|" * len(STATUS_HEADER)]  # text: left-aligned
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "## Status\n\n" + "\n".join(lines) + seen
 
 
 def reproduce(settings: Settings, bench: Path) -> str:
