@@ -23,6 +23,7 @@ from rag.limits import check_query
 from rag.records import TermStats
 from rag.retrieval import evidence, fallback
 from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of, synonym_tokens
+from rag.retrieval.answerability.phrases import CLOSE_PHRASE_MODEL
 from rag.retrieval.answerability.terms import question_terms
 from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
@@ -272,7 +273,7 @@ class _Judge:
             self.settings.rerank_threshold,
             calibrated=ranked.calibrated,
             use_reader=self.settings.answer_reader,
-            embed=self.kb.embedder.embed_texts,
+            embed=self.kb.embedder.embed_texts if self.kb.embedder.model_id == CLOSE_PHRASE_MODEL else None,
         )
 
     def _timed(self, stage: Stage, fn):
