@@ -110,7 +110,9 @@ def upload(page, files: list[tuple[str, str]], ok: int) -> None:
         '[data-testid="stFileUploaderDropzoneInput"]',
         files=[{"name": n, "mimeType": "text/markdown", "buffer": t.encode()} for n, t in files],
     )
-    page.get_by_text(files[0][0]).first.wait_for()
+    for name, _ in files:  # the uploader lists each file, and none is still uploading
+        page.locator('[data-testid="stFileChipName"]').filter(has_text=name).first.wait_for()
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stFileChipIconSpinner\"]')")
     act(page, lambda: page.get_by_role("button", name="Ingest").click())
     page.get_by_text(f"{ok} ok, 0 failed").wait_for(timeout=300_000)
 
@@ -119,8 +121,16 @@ def choose(page, label: str, option: str) -> None:
     """Pick ``option`` in the Streamlit selectbox labelled ``label``."""
     exact = page.locator('[data-testid="stWidgetLabel"]').get_by_text(label, exact=True)
     box = page.locator('[data-testid="stSelectbox"]').filter(has=exact).first
-    box.click()
-    act(page, lambda: page.get_by_role("option", name=option).first.click())
+    wanted = page.get_by_role("option", name=option).first
+    for _ in range(3):  # a rerun still drawing the page can close the list as it opens
+        wait_rendered(page)
+        box.click()
+        try:
+            wanted.wait_for(timeout=15_000)
+            break
+        except Exception:  # noqa: BLE001 (Playwright's TimeoutError): open it again
+            page.keyboard.press("Escape")
+    act(page, wanted.click)
 
 
 def shown_choice(selectbox) -> str:
