@@ -137,3 +137,13 @@ def test_none_embeds_no_chunk_with_the_multilingual_model(make_kb):
     assert kb.vectors.multilingual_count() == 0
     trace = retrieve(kb, PARAPHRASE, persist=False)
     assert trace.dense_models == [] and trace.queries[0].dense_ids == []
+
+
+def test_the_beir_benchmark_scores_the_dense_stage_the_pipeline_runs(policy_kb):
+    from rag.bench.beir import dense_hits
+
+    chinese = dense_hits(policy_kb, PARAPHRASE, policy_kb.settings, 10)
+    assert [h.chunk.doc_name for h in chinese][:1] == ["taxi.md"]
+    assert len(chinese) == 5  # the multilingual collection: the Chinese chunks only
+    english = dense_hits(policy_kb, "How are hotel nights booked?", policy_kb.settings, 10)
+    assert english[0].chunk.doc_name == "travel.md" and len(english) == 6

