@@ -33,6 +33,7 @@ from rag.views.ledger import (
 )
 from rag.views.meaning import term_match_frame
 from rag.views.sources import source_views
+from rag.views.tables import display_frame
 
 
 def candidates(kb: KnowledgeBase, trace: Trace) -> None:
@@ -44,14 +45,16 @@ def candidates(kb: KnowledgeBase, trace: Trace) -> None:
     text = cols[2].text_input("Contains", key="ledger_search")
     shown = filter_ledger(df, statuses, docs, text)
     st.caption(f"{len(shown)} of {len(df)} candidates · click a column header to sort · select rows to label them")
+    cells = display_frame(shown, digits=4)  # a stage that never saw a candidate: an empty cell, not "None"
+    texted = frozenset(c for c in shown.columns if cells[c].dtype != shown[c].dtype)
     event = st.dataframe(
-        shown,
+        cells,
         hide_index=True,
         width="stretch",
         key="ledger",
         on_select="rerun",
         selection_mode="multi-row",
-        column_config=column_config(ledger_columns(trace)),
+        column_config=column_config(ledger_columns(trace), texted),
     )
     rows = event.selection.rows if event else []
     _judge(kb, trace, shown.iloc[rows] if rows else shown.iloc[0:0])

@@ -26,10 +26,12 @@ def settings_overrides(box, values: Any, prefix: str, columns: int = 3) -> dict[
     return out
 
 
-def column_config(columns: Mapping[str, tuple[str, str, str]]) -> dict:
-    """``st.dataframe`` column config from rag.views' (header, number format or '', help) triples."""
+def column_config(columns: Mapping[str, tuple[str, str, str]], text: frozenset[str] = frozenset()) -> dict:
+    """``st.dataframe`` column config from rag.views' (header, number format or '', help) triples;
+    the ``text`` columns were turned into text (``rag.views.tables.display_frame``) and keep no format."""
     out = {}
     for col, (label, fmt, help_text) in columns.items():
+        fmt = "" if col in text else fmt
         kind = st.column_config.NumberColumn if fmt else st.column_config.TextColumn
         out[col] = kind(label, help=help_text or None, **({"format": fmt} if fmt and fmt != "int" else {}))
     return out
