@@ -346,3 +346,19 @@ def test_ledger_names_a_term_only_the_document_has_as_the_question_does():
     assert terms_text("Claims need a receipt.", match, "Who approves claims above USD 10,000?") == (
         "claims 1.50 · +doc above 0.50"
     )
+
+
+def test_ledger_names_the_dense_model_of_each_candidate():
+    from dataclasses import replace
+
+    from rag.records import ModelLabel
+    from rag.views.ledger import dense_label, ledger_columns
+
+    trace = make_trace()
+    assert dense_label(trace) == str(trace.embedder.model)  # a trace stored before dense models were recorded
+    e5 = ModelLabel(backend="e5torch", model="multilingual-e5-small (bf16)")
+    trace.dense_models = [e5]
+    trace.candidates = [replace(c, dense_model=str(e5.model)) for c in trace.candidates]
+    df = ledger_frame(trace)
+    assert set(df["dense_model"]) == {"multilingual-e5-small (bf16)"}
+    assert ledger_columns(trace)["dense_score"][2] == "Cosine similarity from multilingual-e5-small (bf16)"

@@ -33,6 +33,7 @@ LEDGER_COLUMNS = [
     "dropped_by",
     "dense_rank",
     "dense_score",
+    "dense_model",
     "bm25_rank",
     "bm25_score",
     "rrf_rank",
@@ -58,6 +59,12 @@ def bm25_label(settings: dict) -> str:
     return f"bm25s (Lucene BM25, k1 1.5, b 0.75): {how}"
 
 
+def dense_label(trace: Trace) -> str:
+    """The dense retrievers that ran (e5 for a Chinese question, the knowledge base's embedder
+    for the rest), or the embedder for a trace stored before they were recorded."""
+    return " + ".join(str(m.model) for m in trace.dense_models) or str(trace.embedder.model)
+
+
 def ledger_columns(trace: Trace) -> dict[str, tuple[str, str, str]]:
     """column -> (header, number format or '' for text, help); the help names the model behind each score."""
     return {
@@ -65,7 +72,8 @@ def ledger_columns(trace: Trace) -> dict[str, tuple[str, str, str]]:
         "status": ("status", "", "evidence, neighbour (added by expansion) or dropped"),
         "dropped_by": ("dropped by", "", "Why it is not evidence"),
         "dense_rank": ("dense #", "int", ""),
-        "dense_score": ("dense score", "%.3f", f"Cosine similarity from {trace.embedder.model}"),
+        "dense_score": ("dense score", "%.3f", f"Cosine similarity from {dense_label(trace)}"),
+        "dense_model": ("dense model", "", "The embedder whose list gave the dense rank"),
         "bm25_rank": ("BM25 #", "int", ""),
         "bm25_score": ("BM25 score", "%.2f", bm25_label(trace.settings)),
         "rrf_rank": ("RRF #", "int", ""),
@@ -120,6 +128,7 @@ def _row(c: Candidate, match: TermMatch | None = None, question: str = "") -> di
         "heading": " › ".join(c.heading_path),
         "dense_rank": c.dense_rank,
         "dense_score": c.dense_score,
+        "dense_model": c.dense_model,
         "bm25_rank": c.sparse_rank,
         "bm25_score": c.sparse_score,
         "rrf_rank": c.fused_rank,
