@@ -100,7 +100,7 @@ def test_report_regeneration_keeps_the_marked_sections(tmp_path: Path) -> None:
     from rag.bench.report import kept_sections
 
     out = tmp_path / "BENCHMARKS.md"
-    assert kept_sections(out) == []
+    assert kept_sections(out) == {}
     section = "<!-- kept: pdf-parse -->\n## PDF text extraction\n\n| a | b |\n<!-- /kept: pdf-parse -->"
     out.write_text(f"# Benchmarks\n\nold generated text\n\n{section}\n\n## Which split\n", encoding="utf-8")
-    assert kept_sections(out) == [section]
+    assert kept_sections(out) == {"pdf-parse": section}
