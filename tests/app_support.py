@@ -135,3 +135,49 @@ def act(page, action) -> None:
     watch_run(page)
     action()
     wait_rendered(page, watched=True)
+
+
+@contextmanager
+def app_server(tmp_path_factory, name: str):
+    """``streamlit run app.py`` on a free loopback port over an empty RAG_HOME (the first page
+    load builds the demo knowledge base), stopped afterwards."""
+    from rag.bench.pages import AppServer
+
+    require_chromium()
+    home = tmp_path_factory.mktemp(name) / "home"
+    home.mkdir()
+    server = AppServer(home).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+TURN_LINK = "Open this turn in the Inspector"
+
+
+def turns_shown(page) -> int:
+    return page.get_by_role("link", name=TURN_LINK).count()
+
+
+def wait_for_turns(page, n: int) -> None:
+    """Until ``n`` chat turns are drawn from the history (each has its Inspector link)."""
+    from rag.bench.pages import wait_rendered
+
+    page.wait_for_function(
+        "n => [...document.querySelectorAll('a')].filter(a => a.innerText.includes('Open this turn')).length >= n",
+        arg=n,
+        timeout=180_000,
+    )
+    wait_rendered(page)
+
+
+def ask_in_chat(page, question: str):
+    """Type ``question`` into Chat, wait until its turn is redrawn from the history (with its
+    footnotes and links), and return that turn's last chat message."""
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill(question)
+    before = turns_shown(page)
+    act(page, lambda: box.press("Enter"))
+    wait_for_turns(page, before + 1)
+    return page.locator('[data-testid="stChatMessage"]').last

@@ -9,9 +9,9 @@ would set ``window.__xss`` or open a dialog if it ever ran. Screenshots go to te
 from __future__ import annotations
 
 import pytest
-from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION, act, chromium_page, require_chromium
+from app_support import HOSTILE_NAME, HOSTILE_TEXT, ROOT, ZEBRA_QUESTION, act, app_server, ask_in_chat, chromium_page
 
-from rag.bench.pages import AppServer, goto, wait_rendered
+from rag.bench.pages import goto
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "browser"
@@ -26,12 +26,8 @@ XSS_GOLD = '{"id": "zebra", "question": "What is the zebra protocol code? <img s
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    require_chromium()
-    home = tmp_path_factory.mktemp("browser") / "home"
-    home.mkdir()
-    srv = AppServer(home).start()
-    yield srv
-    srv.stop()
+    with app_server(tmp_path_factory, "browser") as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -57,18 +53,7 @@ def shot(page, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def ask(page, question: str) -> None:
-    box = page.locator('[data-testid="stChatInputTextArea"]')
-    box.fill(question)
-    before = page.get_by_role("link", name="Open this turn in the Inspector").count()
-    act(page, lambda: box.press("Enter"))
-    # the streamed turn is redrawn from history (with its footnotes and links) by a rerun
-    page.wait_for_function(
-        "n => [...document.querySelectorAll('a')].filter(a => a.innerText.includes('Open this turn')).length > n",
-        arg=before,
-        timeout=120_000,
-    )
-    wait_rendered(page)
+ask = ask_in_chat
 
 
 def test_1_demo_knowledge_base_is_built_on_first_start(page):

@@ -7,9 +7,9 @@ RAG_HOME. Screenshots go to test-artifacts/browser-explain/."""
 from __future__ import annotations
 
 import pytest
-from app_support import ROOT, act, chromium_page, require_chromium
+from app_support import ROOT, act, app_server, ask_in_chat, chromium_page
 
-from rag.bench.pages import AppServer, goto, wait_rendered
+from rag.bench.pages import goto
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "browser-explain"
@@ -20,31 +20,12 @@ CHECKUP_ZH = "员工每年的体检费用可以报销多少？"  # the demo's Ch
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
-    require_chromium()
-    home = tmp_path_factory.mktemp("browser-explain") / "home"
-    home.mkdir()
-    server = AppServer(home).start()
-    try:
-        with chromium_page(SHOTS) as pg:
-            goto(pg, server.url, 900_000)  # the first start builds the demo knowledge base
-            yield pg
-    finally:
-        server.stop()
+    with app_server(tmp_path_factory, "browser-explain") as server, chromium_page(SHOTS) as pg:
+        goto(pg, server.url, 900_000)  # the first start builds the demo knowledge base
+        yield pg
 
 
-def ask(page, question: str):
-    """Ask in Chat; the assistant's message of that turn once it is drawn from the history."""
-    box = page.locator('[data-testid="stChatInputTextArea"]')
-    box.fill(question)
-    before = page.get_by_role("link", name="Open this turn in the Inspector").count()
-    act(page, lambda: box.press("Enter"))
-    page.wait_for_function(
-        "n => [...document.querySelectorAll('a')].filter(a => a.innerText.includes('Open this turn')).length > n",
-        arg=before,
-        timeout=180_000,
-    )
-    wait_rendered(page)
-    return page.locator('[data-testid="stChatMessage"]').last
+ask = ask_in_chat
 
 
 def test_1_chat_says_why_by_the_rule_that_refused(page):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from app_support import ROOT, act, require_chromium
+from app_support import ROOT, act, app_server, ask_in_chat, turns_shown, wait_for_turns
 
-from rag.bench.pages import AppServer, goto, launch, new_page, wait_rendered
+from rag.bench.pages import goto, launch, new_page, wait_rendered
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SHOTS = ROOT / "test-artifacts" / "journeys"
@@ -29,12 +29,8 @@ GOLD = {"id": "leave", "question": LEAVE, "expected_docs": ["employee_handbook.m
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    require_chromium()
-    home = tmp_path_factory.mktemp("journeys") / "home"
-    home.mkdir()
-    srv = AppServer(home).start()
-    yield srv
-    srv.stop()
+    with app_server(tmp_path_factory, "journeys") as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")
@@ -69,26 +65,7 @@ def nav(page, title: str) -> None:
     act(page, lambda: page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click())
 
 
-def turns_shown(page) -> int:
-    return page.get_by_role("link", name="Open this turn in the Inspector").count()
-
-
-def ask(page, question: str) -> None:
-    """Type ``question`` into Chat and wait until its turn is redrawn from the history."""
-    box = page.locator('[data-testid="stChatInputTextArea"]')
-    box.fill(question)
-    before = turns_shown(page)
-    act(page, lambda: box.press("Enter"))
-    wait_for_turns(page, before + 1)
-
-
-def wait_for_turns(page, n: int) -> None:
-    page.wait_for_function(
-        "n => [...document.querySelectorAll('a')].filter(a => a.innerText.includes('Open this turn')).length >= n",
-        arg=n,
-        timeout=180_000,
-    )
-    wait_rendered(page)
+ask = ask_in_chat
 
 
 def questions_shown(page) -> list[str]:
