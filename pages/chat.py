@@ -16,7 +16,6 @@ from rag.views.chat import (
     evidence_markdown,
     footnotes,
     new_conversation_id,
-    read_chunks,
     sources_notes,
     turn_notes,
     turn_sources,
@@ -89,8 +88,7 @@ def _ask_again(question: str) -> None:
 
 def _changed_sources(turn, trace) -> None:
     """Say when a document the turn read was deleted or re-uploaded since, with one click to ask again."""
-    read = {doc_id for _, doc_id, _ in read_chunks(trace, turn.answer)}
-    sources = turn_sources(trace, turn.answer, kb.catalog.active_revisions(kb.name, read))
+    sources = turn_sources(trace, turn.answer, lambda ids: kb.catalog.active_revisions(kb.name, ids))
     for note in sources_notes(sources):
         st.warning(md_escape(note), icon=":material/update:")
     if sources.stale:

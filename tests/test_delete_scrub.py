@@ -66,7 +66,7 @@ def test_deleting_a_document_scrubs_its_text_from_traces_and_chat_turns(make_kb)
     assert SOURCE_DELETED in evidence_markdown(kept.evidence())
     notes = footnotes(old.answer, kb.document_text)
     assert any(SOURCE_DELETED in n.html for n in notes if n.chunk_id in cited)
-    active = kb.catalog.active_revisions(kb.name)
+    active = lambda ids: kb.catalog.active_revisions(kb.name, ids)  # noqa: E731
     assert turn_sources(kept, old.answer, active).deleted == ("vault.md",)
 
 
@@ -74,9 +74,10 @@ def test_a_turn_on_an_older_revision_is_out_of_date(make_kb):
     kb = make_kb()
     kb.ingest([UploadItem("handbook.md", HANDBOOK), UploadItem("vault.md", VAULT)])
     turn, trace = ask.ask(kb, QUESTION, conversation="c-test")
-    assert turn_sources(trace, turn.answer, kb.catalog.active_revisions(kb.name)).stale is False
+    active = lambda ids: kb.catalog.active_revisions(kb.name, ids)  # noqa: E731
+    assert turn_sources(trace, turn.answer, active).stale is False
     kb.ingest([UploadItem("vault.md", VAULT.replace(b"4417", b"9921"))])  # re-uploaded: revision 2
-    sources = turn_sources(trace, turn.answer, kb.catalog.active_revisions(kb.name))
+    sources = turn_sources(trace, turn.answer, active)
     assert sources.outdated == (OutdatedSource("vault.md", 1, 2),) and sources.deleted == ()
     assert "4417" in _stored_text(kb.catalog)  # a new revision is not a delete: the old turn keeps its text
 

@@ -275,12 +275,16 @@ def read_chunks(trace, answer: Answer | None) -> list[tuple[str, str, str]]:
     return list(dict.fromkeys(out))
 
 
-def turn_sources(trace, answer: Answer | None, active: Mapping[str, int]) -> TurnSources:
-    """Compare the revisions a turn read with ``active`` (doc id -> active revision, from the
-    catalog; a document missing from it is deleted)."""
+def turn_sources(
+    trace, answer: Answer | None, active_revisions: Callable[[set[str]], Mapping[str, int]]
+) -> TurnSources:
+    """Compare the revisions a turn read with today's: ``active_revisions`` maps the ids of the
+    documents it read to their active revision (the catalog's; a document missing is deleted)."""
+    read = read_chunks(trace, answer)
+    active = active_revisions({doc_id for _, doc_id, _ in read})
     outdated: dict[str, OutdatedSource] = {}
     deleted: dict[str, None] = {}
-    for chunk_id, doc_id, name in read_chunks(trace, answer):
+    for chunk_id, doc_id, name in read:
         revision = revision_of(chunk_id)
         if doc_id not in active:
             deleted[name or doc_id] = None
