@@ -13,6 +13,7 @@ from rag.views.chat import (
     answer_markdown,
     closest_markdown,
     conversation_choices,
+    current_conversation,
     evidence_markdown,
     footnotes,
     new_conversation_id,
@@ -41,11 +42,8 @@ def _conversation_options() -> dict[str, str]:
     """The picker's options; the current conversation (kept in a plain key: the widget's state is
     dropped on other pages) comes from the URL on a fresh visit, else it is a new one."""
     order = [c for c in ask.conversations(kb) if c != INSPECTOR_CONVERSATION]
-    if "_conversation" not in st.session_state:
-        st.session_state["_conversation"] = st.query_params.get("c", NEW_CONVERSATION)
-    if st.session_state["_conversation"] not in order:  # unknown in this knowledge base: start afresh
-        st.session_state["_conversation"] = NEW_CONVERSATION
-    current = st.session_state["conversation"] = st.session_state["_conversation"]
+    wanted = st.session_state.get("_conversation", st.query_params.get("c", NEW_CONVERSATION))
+    current = st.session_state["conversation"] = st.session_state["_conversation"] = current_conversation(wanted, order)
     return conversation_choices(current, order, ask.recent_turns(kb, 500))
 
 

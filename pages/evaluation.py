@@ -7,12 +7,12 @@ import streamlit as st
 import appkit
 from appkit import evaluation as runs_view
 from appkit.widgets import settings_overrides
-from rag.demo import DEMO_DIR
 from rag.errors import RagError
 from rag.eval.gold.builder import save_uploaded_goldset
 from rag.eval.runs import goldset_paths, list_runs, load_run, run_goldset
 from rag.views.charts import metrics_figure
 from rag.views.evaluation import (
+    goldset_label,
     metrics_long,
     question_frame,
     stage_table,
@@ -28,10 +28,6 @@ kb = appkit.require_kb("Add some on the Upload page, then evaluate.")
 
 def _goldsets() -> list[Path]:
     return [p for p in goldset_paths(kb, bundled=True) if p.exists()]
-
-
-def _goldset_label(path: Path) -> str:
-    return f"{path.name} (shipped demo set)" if path.parent == DEMO_DIR else path.name
 
 
 def _upload_goldset() -> None:
@@ -75,7 +71,7 @@ def _setup() -> None:
     saved, note = st.session_state.pop("_saved_goldset", (None, ""))
     if saved in paths:
         st.session_state["eval_goldset"] = saved
-    path = st.selectbox("Gold set", paths, format_func=_goldset_label, key="eval_goldset")
+    path = st.selectbox("Gold set", paths, format_func=goldset_label, key="eval_goldset")
     if note:
         st.success(note)
     _upload_goldset()

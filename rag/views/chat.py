@@ -190,6 +190,13 @@ def conversation_labels(order: list[str], turns) -> dict[str, str]:
     return labels
 
 
+def current_conversation(wanted: str, saved: list[str]) -> str:
+    """The conversation to show: ``wanted`` (from the URL or this browser's session) when it is a
+    saved conversation of this knowledge base, else a new one (an unknown or stale link never
+    opens someone else's or creates a shared id)."""
+    return wanted if wanted in saved else NEW_CONVERSATION
+
+
 def conversation_choices(current: str, order: list[str], turns) -> dict[str, str]:
     """The picker's options, id -> label: the saved conversations, with the unsaved new one first
     when it is the current one."""

@@ -8,10 +8,12 @@ side-by-side comparison of two runs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from rag.demo import DEMO_DIR
 from rag.eval.runs.results import STAGES, EvalRun
 from rag.eval.runs.tables import TABLE_METRICS
 
@@ -166,3 +168,8 @@ def operating_point(run: EvalRun) -> tuple[float, float, float] | None:
         return None
     t = float(run.settings.get("answerable_threshold", 0.5))
     return t, sum(q.refused for q in neg) / len(neg), sum(q.refused for q in pos) / len(pos)
+
+
+def goldset_label(path: Path) -> str:
+    """How the gold-set picker names a file: the shipped demo sets say so."""
+    return f"{path.name} (shipped demo set)" if path.parent == DEMO_DIR else path.name
