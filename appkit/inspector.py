@@ -12,6 +12,7 @@ from rag.errors import RagError
 from rag.eval.gold.builder import goldsets_dir, new_goldset_path, own_goldsets
 from rag.eval.runs import add_judgement
 from rag.kb import KnowledgeBase
+from rag.retrieval.answerability import is_chinese
 from rag.retrieval.matches import term_matches
 from rag.retrieval.replay import replay
 from rag.retrieval.trace import Trace
@@ -132,7 +133,7 @@ def scores(trace: Trace) -> None:
     if ex.operating_point is not None:
         st.plotly_chart(decision_figure(ex.operating_point), key="decision_chart")
     if trace.answerability is not None:
-        _answerability(trace.answerability)
+        _answerability(trace.answerability, is_chinese(trace.question))
     scores = score_frame(trace)
     if scores.empty:
         st.info("No candidate reached the reranker.")
@@ -144,14 +145,14 @@ def scores(trace: Trace) -> None:
         st.plotly_chart(rank_flow_figure(flow), key="rank_flow_chart")
 
 
-def _answerability(a) -> None:
+def _answerability(a, chinese: bool) -> None:
     """The answerability stage: features, their weights and contributions, the verdict."""
     with st.expander("Answerability: does the evidence answer the question?", expanded=not a.answerable):
         for line in verdict_lines(a):
             st.markdown(md_escape(line))
         if a.term_matches:
             st.caption("How the documents say the question's terms (WordNet and Cilin synonyms count)")
-            st.dataframe(term_match_frame(a), hide_index=True, width="stretch", key="answerability_terms")
+            st.dataframe(term_match_frame(a, chinese), hide_index=True, width="stretch", key="answerability_terms")
         st.dataframe(feature_frame(a), hide_index=True, width="stretch", key="answerability_features")
 
 

@@ -136,3 +136,14 @@ def test_close_phrases_cover_a_term_in_other_words_but_not_a_look_alike(embedder
     assert "doctor" in found and found["doctor"].phrase.startswith("medical")
     assert found["doctor"].cosine >= CLOSE_PHRASE_MIN
     assert "sabbat" not in found  # "annual leave" is another kind of leave, not a sabbatical
+
+
+def test_the_term_table_speaks_chinese_for_a_chinese_question():
+    from rag.retrieval.trace import Answerability, TermMatch
+    from rag.views.meaning import term_match_frame
+
+    a = Answerability(
+        "m", "cjk", {}, {}, {}, 0.0, 0.9, 0.5, True, "number", [], [], "", "",
+        term_matches=[TermMatch("伙食", "synonym", "餐饮 (Tongyici Cilin (extended))", True), TermMatch("打车", "absent")],
+    )  # fmt: skip
+    assert list(term_match_frame(a, chinese=True)["found"]) == ["同义词", "没有找到"]

@@ -14,7 +14,13 @@ FOUND_LABELS = {
     "close phrase": "as a phrase close in meaning",
     "absent": "not at all",
 }
-FOUND_LABELS_ZH = {"as written": "原词", "spelling": "其他写法", "synonym": "同义词", "close phrase": "意思相近的说法", "absent": "没有找到"}
+FOUND_LABELS_ZH = {
+    "as written": "原词",
+    "spelling": "其他写法",
+    "synonym": "同义词",
+    "close phrase": "意思相近的说法",
+    "absent": "没有找到",
+}
 
 
 def term_match_frame(a: Answerability, chinese: bool = False) -> pd.DataFrame:
