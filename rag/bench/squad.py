@@ -1,0 +1,95 @@
+"""SQuAD 2.0-shaped reading-comprehension sets, read as training data for the readers.
+
+Four train sets of ``RAG_BENCH_DATA`` (``../shared/bench/README.md``): half of SQuAD 2.0 dev in
+English, all of it machine-translated into Chinese, and XQuAD (the same 1,190 questions in both
+languages). SQuAD 2.0's unanswerable questions were written by crowd workers to look answerable
+from the very paragraph they sit on: the "same topic, no answer" case the readers must refuse.
+
+The sets share Wikipedia articles (and the Chinese one's titles are translated), so a question's
+**article** is named by its English title everywhere: the Chinese articles are matched to
+XQuAD's English titles through the question ids they share. Folds are by article
+(``fold_of(article)``), so holding an article out holds it out of every language at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from rag.bench.answer_reader import fold_of
+
+SOURCES = {  # name -> (file under the benchmark data folder, language)
+    "squad2-en": ("squad2-dev-en/dev-v2.0.json", "en"),
+    "squad2-zh": ("chinese-squad2-dev/dev-v2.0-zh.json", "zh"),
+    "xquad-en": ("xquad/xquad.en.json", "en"),
+    "xquad-zh": ("xquad/xquad.zh.json", "zh"),
+}
+_TITLES_FROM = "xquad-en"  # English titles by question id
+
+
+@dataclass(frozen=True)
+class SquadQuestion:
+    source: str
+    qid: str
+    article: str  # the English title: the fold key shared by every language
+    title: str  # the article's title as the set writes it (a heading)
+    question: str
+    answers: tuple[str, ...]  # empty when impossible
+    impossible: bool
+    context: str  # its paragraph
+
+    @property
+    def fold(self) -> int:
+        return fold_of(self.article)
+
+
+def _read(path: Path) -> list[dict]:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: set RAG_BENCH_DATA (or --bench-data) to the benchmark data folder")
+    return json.loads(path.read_text(encoding="utf-8"))["data"]
+
+
+@lru_cache(maxsize=4)
+def _english_titles(data: Path) -> dict[str, str]:
+    """Question id -> English article title, from XQuAD's English file."""
+    out = {}
+    for article in _read(data / SOURCES[_TITLES_FROM][0]):
+        for para in article["paragraphs"]:
+            for qa in para["qas"]:
+                out[qa["id"]] = article["title"]
+    return out
+
+
+def _article_key(source: str, article: dict, titles: dict[str, str]) -> str:
+    """The English title of a set's article: its own when the set is English, else the XQuAD title
+    most of its question ids carry (its own title when it shares none: then no English set has it)."""
+    if SOURCES[source][1] == "en":
+        return article["title"]
+    votes = Counter(titles[qa["id"]] for para in article["paragraphs"] for qa in para["qas"] if qa["id"] in titles)
+    return votes.most_common(1)[0][0] if votes else article["title"]
+
+
+def load(source: str, data: Path) -> list[SquadQuestion]:
+    """Every question of ``source`` (a key of ``SOURCES``) under ``data``, answers that occur in
+    their paragraph only (a translated answer that doesn't is dropped, and so is its question
+    when none is left)."""
+    rel, _lang = SOURCES[source]
+    titles = _english_titles(data)
+    out = []
+    for article in _read(data / rel):
+        key = _article_key(source, article, titles)
+        title = article["title"].replace("_", " ")
+        for para in article["paragraphs"]:
+            context = para["context"]
+            for qa in para["qas"]:
+                impossible = bool(qa.get("is_impossible"))
+                answers = tuple(
+                    dict.fromkeys(a["text"].strip() for a in qa.get("answers", []) if a["text"].strip() in context)
+                )
+                if not impossible and not answers:
+                    continue
+                out.append(SquadQuestion(source, qa["id"], key, title, qa["question"].strip(), answers, impossible, context))
+    return out
