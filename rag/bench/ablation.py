@@ -24,8 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.bench.answer_reader import READER_FOLDS, fold_of
-from rag.bench.fit_answerability import FIT_ON, MAX_FALSE_REFUSALS, auc, matrix, operating_point
+from rag.bench.fit_answerability import MAX_FALSE_REFUSALS, auc, fit_rows, matrix, operating_point
 from rag.bench.refusal import SETS, Row, load_dump
 from rag.errors import DatasetError
 from rag.retrieval.answerability import vetoing
@@ -55,15 +54,7 @@ def groups(rows: Sequence[Row]) -> dict[str, list[Row]]:
     if bad:
         train = ", ".join(n for n, s in SETS.items() if s.train)
         raise DatasetError(f"Ablation reads training sets only; {bad} are not.", fix=f"Use any of: {train}.")
-    out: dict[str, list[Row]] = {}
-    for script, sources in FIT_ON.items():
-        part = [r for r in rows if r.script == script and r.set in sources and r.features]
-        if any("reader" in r.features for r in part):
-            part = [r for r in part if "reader" in r.features and fold_of(r.qid) not in READER_FOLDS]
-            script = f"{script}/reader"
-        if part:
-            out[script] = part
-    return out
+    return fit_rows(rows)
 
 
 def out_of_fold(x: np.ndarray, y: np.ndarray, qids: Sequence[str]) -> np.ndarray:

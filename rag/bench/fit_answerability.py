@@ -24,14 +24,20 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.bench.answer_reader import READER_FOLDS, fold_of
+from rag.bench.answer_reader import READER_FOLDS
 from rag.bench.refusal import SETS, Row, SetResult, load_dump, print_result
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 
 # each script's model is fit on its training sets (the ``-para`` sets of ``refusal.py`` are for
 # measuring only: a fit with them was measured and not kept, docs/BENCHMARKS.md)
-FIT_ON = {"latin": ("scifact-train",), "cjk": ("cmrc-trial", "cmrc-trial-hard")}
+FIT_ON = {
+    "latin": ("scifact-train", "squad2-en", "xquad-en"),
+    "cjk": ("cmrc-trial", "cmrc-trial-hard", "squad2-zh", "xquad-zh"),
+}
+# sets whose questions the answer reader was fine-tuned on (folds ``READER_FOLDS``): a model with
+# the reader's feature is fit on their other folds only, so it weighs the reader as it reads new questions
+READER_TRAINED_ON = ("cmrc-trial", "cmrc-trial-hard", "squad2-en", "squad2-zh", "xquad-en", "xquad-zh")
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
 COMMAND = "python -m rag.bench.fit_answerability DUMP --write"
 
@@ -112,6 +118,26 @@ def fit_script(rows: list[Row], script: str) -> dict:
     }
 
 
+def fit_rows(rows: list[Row]) -> dict[str, list[Row]]:
+    """Each model's rows (``latin``, ``cjk``, or ``<script>/reader`` when the rows carry the
+    reader's feature): its script's rows from its ``FIT_ON`` sets; with the reader, only the
+    questions it was never fine-tuned on (``READER_TRAINED_ON`` sets: folds outside ``READER_FOLDS``)."""
+    out = {}
+    for script, sources in FIT_ON.items():
+        part = [r for r in rows if r.script == script and r.set in sources and r.features]
+        key = script
+        if any("reader" in r.features for r in part):
+            part = [
+                r
+                for r in part
+                if "reader" in r.features and (r.set not in READER_TRAINED_ON or r.fold_key not in READER_FOLDS)
+            ]
+            key = f"{script}/reader"
+        if part:
+            out[key] = part
+    return out
+
+
 def fit(rows: list[Row]) -> dict[str, dict]:
     bad = sorted({r.set for r in rows if r.set not in SETS or not SETS[r.set].train})
     if bad:
@@ -120,15 +146,9 @@ def fit(rows: list[Row]) -> dict[str, dict]:
             f"{', '.join(n for n, s in SETS.items() if s.train)})"
         )
     out = {}
-    for script, sources in FIT_ON.items():
-        part = [r for r in rows if r.script == script and r.set in sources and r.features]
-        key = script
-        if any("reader" in r.features for r in part):
-            # the reader was trained on some of these questions: fit on the ones it never saw
-            part = [r for r in part if "reader" in r.features and fold_of(r.qid) not in READER_FOLDS]
-            key = f"{script}/reader"
+    for key, part in fit_rows(rows).items():
         if len(part) >= 50:
-            out[key] = fit_script(part, script)
+            out[key] = fit_script(part, key.split("/")[0])
     return out
 
 

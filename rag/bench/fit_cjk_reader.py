@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
 from rag.bench.fit_answerability import auc
-from rag.bench import squad
 from rag.bench.hard_negatives import gut
 from rag.bench.squad import SquadQuestion
 from rag.bench.synonyms import paraphrase

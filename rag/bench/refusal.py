@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from rag.bench import hard_negatives
+from rag.bench import hard_negatives, squad
 from rag.bench.answer_reader import fold_of
 from rag.bench.beir import bench_home, dataset_name, default_kb_name, ingest_beir
 from rag.config import Settings
@@ -57,6 +57,7 @@ class RefusalSet:
     train: bool  # may be fit on
     hard: bool = False  # removed = the own paragraph less its answer sentences (``hard_negatives``)
     paraphrased: bool = False  # each question asked in other words (``synonyms.paraphrase``)
+    squad: str = ""  # a SQuAD-shaped source (``rag.bench.squad``): its BEIR view, folds by article
 
 
 SETS = {
@@ -69,14 +70,22 @@ SETS = {
         RefusalSet("cmrc-trial-hard", "cmrc2018-trial", "train", train=True, hard=True),
         RefusalSet("cmrc-trial-para", "cmrc2018-trial", "train", train=True, paraphrased=True),
         RefusalSet("cmrc-trial-hard-para", "cmrc2018-trial", "train", train=True, hard=True, paraphrased=True),
+        *(RefusalSet(name, "", "train", train=True, squad=name) for name in squad.SOURCES),
     )
 }
 DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial", "cmrc-trial-hard")
+UNANSWERABLE = "unanswerable"  # removed or impossible
 CURVE = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def set_folder(rs: RefusalSet, settings: Settings) -> Path:
-    """The set's BEIR folder in ``RAG_BENCH_DATA`` (a clear error says where to get it when missing)."""
+    """The set's BEIR folder in ``RAG_BENCH_DATA`` (a clear error says where to get it when missing);
+    a SQuAD-shaped set's BEIR view, written once under the benchmark home."""
+    if rs.squad:
+        rel = squad.SOURCES[rs.squad][0]
+        data = Path(settings.bench_data)
+        resolve_dataset(str(data / rel).rsplit("/", 1)[0], settings)  # the same error when it is missing
+        return squad.beir_view(rs.squad, data, bench_home(settings) / "derived")
     return resolve_dataset(rs.folder, settings)
 
 
@@ -97,10 +106,15 @@ class Row:
     ms: float
     # a reference answer is in a passage the removed condition searches (None: the set has no answers)
     answer_left: bool | None = None
+    fold: int | None = None  # the question's fold when not ``fold_of(qid)`` (SQuAD-shaped sets: its article's)
 
     @property
     def answerable(self) -> bool:
         return self.condition == "as_is"
+
+    @property
+    def fold_key(self) -> int:
+        return fold_of(self.qid) if self.fold is None else self.fold
 
 
 @dataclass
@@ -111,12 +125,17 @@ class SetResult:
     def split(self, condition: str) -> list[Row]:
         return [r for r in self.rows if r.condition == condition]
 
+    def unanswerable(self) -> list[Row]:
+        """Rows whose knowledge base does not answer: removed, or asked of a paragraph written
+        not to answer it (``impossible``, SQuAD 2.0)."""
+        return [r for r in self.rows if not r.answerable]
+
     def refused(self, condition: str) -> tuple[int, int]:
-        rows = self.split(condition)
+        rows = self.unanswerable() if condition == UNANSWERABLE else self.split(condition)
         return sum(r.refused for r in rows), len(rows)
 
     def line(self) -> str:
-        a, n = self.refused("removed")
+        a, n = self.refused(UNANSWERABLE)
         b, m = self.refused("as_is")
         return (
             f"refusal {self.name}: unanswerable refused {a}/{n} ({_share(a, n)}) · "
@@ -148,8 +167,12 @@ class SetResult:
         out = []
         for t in thresholds:
             shares = []
-            for cond in ("removed", "as_is"):
-                rows = [r for r in self.split(cond) if r.probability is not None]
+            for cond in (UNANSWERABLE, "as_is"):
+                rows = [
+                    r
+                    for r in (self.unanswerable() if cond == UNANSWERABLE else self.split(cond))
+                    if r.probability is not None
+                ]
                 shares.append(sum(r.probability < t for r in rows) / max(len(rows), 1))
             out.append((t, shares[0], shares[1]))
         return out
@@ -218,19 +241,28 @@ def run_set(
     kb, filters, corpus = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
     answers = reference_answers(folder)
     texts = {beir_doc_name(d): f"{doc.title}\n{doc.text}" for d, doc in iter_corpus(corpus)} if answers else {}
+    meta = {qid: m or {} for qid, _t, m in iter_queries(folder)} if rs.squad else {}
     result = SetResult(rs.name)
     asked = 0
     for qid, question, positives in questions(folder, rs.split):  # ``limit`` counts the questions asked
         pair = filters(qid, positives)
-        if pair is None or (folds and fold_of(qid) not in folds):
+        fold = meta[qid]["fold"] if rs.squad else None
+        if pair is None or (folds and (fold_of(qid) if fold is None else fold) not in folds):
+            continue
+        if rs.squad and meta[qid]["impossible"]:
+            # asked of the very paragraph it was written to look answerable from: the KB does not answer
+            result.rows.append(replace(ask(kb, rs, qid, question, "impossible", home, pair[0]), fold=fold))
+            asked += 1
+            if limit and asked >= limit:
+                break
             continue
         if rs.paraphrased:
             question = _paraphrase(qid, question)
             if question is None:
                 continue
         left = answer_left(answers[qid], pair[1]["doc_ids"], texts) if answers and qid in answers else None
-        result.rows.append(replace(ask(kb, rs, qid, question, "as_is", home, pair[0]), answer_left=left))
-        result.rows.append(replace(ask(kb, rs, qid, question, "removed", home, pair[1]), answer_left=left))
+        result.rows.append(replace(ask(kb, rs, qid, question, "as_is", home, pair[0]), answer_left=left, fold=fold))
+        result.rows.append(replace(ask(kb, rs, qid, question, "removed", home, pair[1]), answer_left=left, fold=fold))
         asked += 1
         if asked % 100 == 0:
             out(f"  {asked} questions")

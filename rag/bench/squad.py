@@ -91,5 +91,51 @@ def load(source: str, data: Path) -> list[SquadQuestion]:
                 )
                 if not impossible and not answers:
                     continue
-                out.append(SquadQuestion(source, qa["id"], key, title, qa["question"].strip(), answers, impossible, context))
+                out.append(
+                    SquadQuestion(source, qa["id"], key, title, qa["question"].strip(), answers, impossible, context)
+                )
     return out
+
+
+def beir_view(source: str, data: Path, out_dir: Path) -> Path:
+    """``source`` as a BEIR-layout folder under ``out_dir`` (written once; rewritten when missing),
+    for ``bench refusal``: one document per paragraph (``<article>-<paragraph>``, titled by its
+    article), every question with ``metadata`` {answers, impossible, fold}, and ``qrels/train.tsv``
+    naming each question's own paragraph (an unanswerable one's too: the paragraph it was written
+    to look answerable from)."""
+    folder = out_dir / f"{source}-beir"
+    if (folder / "qrels" / "train.tsv").exists():
+        return folder
+    rel, _lang = SOURCES[source]
+    titles = _english_titles(data)
+    tmp = out_dir / f".{source}-beir.tmp"
+    (tmp / "qrels").mkdir(parents=True, exist_ok=True)
+    with (
+        (tmp / "corpus.jsonl").open("w", encoding="utf-8") as corpus,
+        (tmp / "queries.jsonl").open("w", encoding="utf-8") as queries,
+        (tmp / "qrels" / "train.tsv").open("w", encoding="utf-8") as qrels,
+    ):
+        qrels.write("query-id\tcorpus-id\tscore\n")
+        for a, article in enumerate(_read(data / rel)):
+            fold = fold_of(_article_key(source, article, titles))
+            for p, para in enumerate(article["paragraphs"]):
+                doc = f"{source}-{a}-{p}"
+                row = {"_id": doc, "title": article["title"].replace("_", " "), "text": para["context"]}
+                corpus.write(json.dumps(row, ensure_ascii=False) + "\n")
+                for qa in para["qas"]:
+                    impossible = bool(qa.get("is_impossible"))
+                    answers = [x["text"].strip() for x in qa.get("answers", []) if x["text"].strip() in para["context"]]
+                    if not impossible and not answers:
+                        continue
+                    meta = {"answers": answers, "impossible": impossible, "fold": fold}
+                    queries.write(
+                        json.dumps({"_id": qa["id"], "text": qa["question"], "metadata": meta}, ensure_ascii=False)
+                        + "\n"
+                    )
+                    qrels.write(f"{qa['id']}\t{doc}\t1\n")
+    if folder.exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return folder

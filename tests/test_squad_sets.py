@@ -1,0 +1,108 @@
+"""SQuAD-shaped training sets (rag.bench.squad): article folds shared across languages, the BEIR
+view ``bench refusal`` asks, and the reader's pairs (an unanswerable question's own window is a
+negative). Built on small SQuAD 2.0-format files written here, in the layout of the benchmark
+data folder."""
+
+from __future__ import annotations
+
+import json
+
+from rag.bench import squad
+from rag.bench.fit_answerability import fit_rows
+from rag.bench.fit_cjk_reader import squad_pairs, squad_split
+from rag.bench.refusal import Row
+from rag.eval.beir import iter_corpus, iter_queries, load_qrels
+
+EN_CONTEXT = (
+    "The Normans were the people who gave their name to Normandy. They descended from Norse raiders. "
+    "Their leader Rollo swore fealty to King Charles III."
+)
+ZH_CONTEXT = (
+    "诺曼人是在十世纪和十一世纪把名字赋予法国诺曼底地区的人。他们是丹麦、挪威和冰岛的北欧海盗的后裔。"
+    "经过几代人的同化，他们与当地的法兰克人和罗马高卢人融合。他们的首领罗洛向查理三世宣誓效忠。"
+)
+
+
+def _squad(title: str, context: str, qas: list[dict]) -> dict:
+    return {"version": "v2.0", "data": [{"title": title, "paragraphs": [{"context": context, "qas": qas}]}]}
+
+
+def _qa(qid: str, question: str, answer: str | None) -> dict:
+    if answer is None:
+        return {"id": qid, "question": question, "answers": [], "is_impossible": True}
+    return {"id": qid, "question": question, "answers": [{"text": answer, "answer_start": 0}], "is_impossible": False}
+
+
+def _write(root, rel: str, payload: dict) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+
+
+def _bench(tmp_path):
+    """A benchmark data folder: one article in each of the four sets; the Chinese one titled in
+    Chinese, sharing question ids with XQuAD."""
+    en_qas = [_qa("en1", "Who was the leader of the Normans?", "Rollo"), _qa("en2", "Who was the Norman queen?", None)]
+    zh_qas = [_qa("x1", "诺曼人的首领是谁？", "罗洛"), _qa("zh2", "诺曼人的女王是谁？", None), _qa("zh3", "罗马皇帝是谁？", "恺撒")]
+    _write(tmp_path, squad.SOURCES["squad2-en"][0], _squad("Normans", EN_CONTEXT, en_qas))
+    _write(tmp_path, squad.SOURCES["squad2-zh"][0], _squad("诺曼人", ZH_CONTEXT, zh_qas))
+    _write(tmp_path, squad.SOURCES["xquad-en"][0], _squad("Normans", EN_CONTEXT, [_qa("x1", "Who led them?", "Rollo")]))
+    _write(tmp_path, squad.SOURCES["xquad-zh"][0], _squad("Normans", ZH_CONTEXT, [_qa("x1", "谁领导他们？", "罗洛")]))
+    return tmp_path
+
+
+def test_chinese_article_is_named_by_its_english_title_so_folds_hold_it_out_of_both_languages(tmp_path):
+    data = _bench(tmp_path)
+    en = squad.load("squad2-en", data)
+    zh = squad.load("squad2-zh", data)
+    assert {q.article for q in zh} == {"Normans"} == {q.article for q in en}
+    assert {q.fold for q in zh} == {q.fold for q in en} == {squad.fold_of("Normans")}
+    assert zh[0].title == "诺曼人"  # the heading stays as the set writes it
+
+
+def test_answers_that_do_not_occur_in_their_paragraph_are_dropped(tmp_path):
+    zh = squad.load("squad2-zh", _bench(tmp_path))
+    assert [q.qid for q in zh] == ["x1", "zh2"]  # zh3's answer 恺撒 is not in its paragraph
+    assert zh[1].impossible and zh[1].answers == ()
+
+
+def test_unanswerable_question_gives_a_negative_window_of_its_own_paragraph(tmp_path):
+    zh = squad.load("squad2-zh", _bench(tmp_path))
+    roles = {(p.qid, p.role): p.label for p in squad_pairs(zh)}
+    assert roles[("zh2", "impossible")] == 0
+    assert roles[("x1", "own")] == 1  # its window holds 罗洛
+    assert roles[("x1", "gutted")] == 0
+
+
+def test_split_keeps_each_article_on_one_side(tmp_path):
+    data = _bench(tmp_path)
+    fit, held = squad_split(list(squad.SOURCES), data, per_source=0)
+    assert not ({q.article for q in fit} & {q.article for q in held})
+    assert len(fit) + len(held) == sum(len(squad.load(s, data)) for s in squad.SOURCES)
+
+
+def test_beir_view_names_each_question_s_own_paragraph_and_its_fold(tmp_path):
+    data = _bench(tmp_path)
+    folder = squad.beir_view("squad2-en", data, tmp_path / "derived")
+    docs = dict(iter_corpus(folder))
+    assert [d.title for d in docs.values()] == ["Normans"]
+    meta = {qid: m for qid, _text, m in iter_queries(folder)}
+    assert meta["en2"] == {"answers": [], "impossible": True, "fold": squad.fold_of("Normans")}
+    qrels = load_qrels(folder, "train")
+    assert set(qrels) == {"en1", "en2"} and all(list(v) == list(docs) for v in qrels.values())
+
+
+def _row(qset: str, qid: str, condition: str, fold: int | None) -> Row:
+    features = {"p_top": 0.5, "reader": 0.5}
+    return Row(qset, qid, condition, "q", False, "answer", 0.5, "latin", features, [], 1.0, fold=fold)
+
+
+def test_reader_model_fits_only_on_questions_the_reader_was_not_trained_on():
+    rows = [
+        _row("squad2-en", "a", "as_is", 0),  # a reader training fold: left out
+        _row("squad2-en", "b", "impossible", 3),
+        _row("scifact-train", "c", "as_is", None),  # the reader never read SciFact: every fold kept
+    ]
+    parts = fit_rows(rows)
+    assert {r.qid for r in parts["latin/reader"]} == {"b", "c"}
+    assert not rows[1].answerable and rows[1].fold_key == 3
