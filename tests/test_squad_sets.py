@@ -106,3 +106,25 @@ def test_reader_model_fits_only_on_questions_the_reader_was_not_trained_on():
     parts = fit_rows(rows)
     assert {r.qid for r in parts["latin/reader"]} == {"b", "c"}
     assert not rows[1].answerable and rows[1].fold_key == 3
+
+
+def test_held_out_set_is_decided_by_a_model_fit_without_it():
+    """``fit_answerability --hold-out``: a set whose questions the fit never saw, at that fit's
+    operating point. Here the held-out set reads the features the other way round, so a model that
+    carries nothing over from it must get it wrong."""
+    from rag.bench.fit_answerability import transfer
+
+    def rows(qset: str, flip: bool) -> list[Row]:
+        out = []
+        for i in range(60):
+            for cond, good in (("as_is", True), ("removed", False)):
+                high = good != flip
+                feats = {"p_top": 0.9 if high else 0.2, "cover_sentence": 0.8 if high else 0.1}
+                out.append(Row(qset, f"{qset}{i}", cond, "q", False, "answer", 0.5, "cjk", feats, [], 1.0))
+        return out
+
+    (result,) = transfer(rows("cmrc-trial", False) + rows("squad2-zh", True), "squad2-zh")
+    assert {r.set for r in result.rows} == {"squad2-zh"}
+    refused_unanswerable, n = result.refused("unanswerable")
+    refused_answerable, m = result.refused("as_is")
+    assert n == m == 60 and refused_unanswerable == 0 and refused_answerable == 60

@@ -102,7 +102,7 @@ def fit_script(rows: list[Row], script: str) -> dict:
         "bias": round(bias, 6),
         "provenance": {
             "data": sets,
-            "questions": int(len(rows) // 2),
+            "questions": len(set(groups)),
             "label": "1 = the question's own relevant passages searchable (as is); 0 = filtered out (removed)",
             "absent_term_rule": f"refuses {vetoed[y == 1].mean():.3f} of answerable, {vetoed[y == 0].mean():.3f} "
             "of unanswerable training questions on its own",
@@ -164,6 +164,27 @@ def rescored(rows: list[Row], threshold: float = 0.5) -> list[SetResult]:
     return list(out.values())
 
 
+def transfer(rows: list[Row], held: str) -> list[SetResult]:
+    """Each model refit without set ``held``'s rows, then ``held``'s questions decided by it at
+    its own operating point: how the decision carries to a distribution it was not chosen on."""
+    from rag.retrieval.answerability.model import AnswerabilityModel
+
+    models = {
+        key: AnswerabilityModel(key, tuple(m["features"]), tuple(m["weights"]), m["bias"])
+        for key, m in fit([r for r in rows if r.set != held]).items()
+    }
+    result = SetResult(f"{held} (decided by models fit without it)")
+    for key, part in fit_rows([r for r in rows if r.set == held]).items():
+        model = models.get(key)
+        if model is None:
+            continue
+        for r in part:
+            p = model.probability(r.features)
+            refused = p < 0.5 or bool(vetoing(r.absent_terms, r.script, r.question))
+            result.rows.append(replace(r, refused=refused, probability=p))
+    return [result]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_answerability", description=__doc__.split("\n")[0])
     ap.add_argument("dumps", nargs="+", help="JSONL files written by `bench refusal --dump` on training sets")
@@ -171,8 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--rescore", action="store_true", help="print the dumps' refusal lines under the shipped weights (any set)"
     )
+    ap.add_argument(
+        "--hold-out",
+        action="append",
+        default=[],
+        help="refit without this training set and decide its questions at that fit's operating point (repeat)",
+    )
     args = ap.parse_args(argv)
     rows = [r for d in args.dumps for r in load_dump(Path(d))]
+    if args.hold_out:
+        for held in args.hold_out:
+            for result in transfer(rows, held):
+                print_result(result)
+        return 0
     if args.rescore:
         for result in rescored(rows):
             print_result(result)
