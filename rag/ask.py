@@ -19,6 +19,8 @@ from rag.records import ModelLabel
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import FallbackAction, Trace
 from rag.source import KnowledgeSource
+from rag.store import audit
+from rag.store.access import LOCAL_OWNER, Action, Principal, require
 from rag.store.catalog import now
 
 
@@ -34,6 +36,7 @@ class Turn:
     seq: int = 0
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
     created_at: str = field(default_factory=now)
+    user: str = LOCAL_OWNER.id  # whose chat it is (Principal.id)
 
     @property
     def outcome(self) -> Outcome:
@@ -85,10 +88,14 @@ def stream_ask(
     conversation: str = "default",
     filters: Mapping[str, Any] | None = None,
     persist: bool = True,
+    principal: Principal = LOCAL_OWNER,
 ) -> Iterator[AskEvent]:
     """Yields ``TraceReady``, then ``Answering`` events, then ``TurnDone``.
 
-    ``persist=False`` leaves the chat history alone (evaluation); the trace is stored either way."""
+    ``principal`` must be a reader of ``kb`` (PermissionDenied before anything is read); a saved
+    turn is theirs and an audit entry. ``persist=False`` leaves the chat history alone
+    (evaluation, which audits the run instead); the trace is stored either way."""
+    require(kb.catalog, kb.name, principal, Action.ASK)
     settings = settings or kb.settings
     trace = retrieve(kb, question, settings, filters=filters, llm=llm)
     yield TraceReady(trace)
@@ -102,9 +109,9 @@ def stream_ask(
             if event.kind is EventKind.FINAL:
                 answer = event.answer
             yield Answering(event)
-    turn = Turn(kb.name, conversation, question, answer, trace.id)
+    turn = Turn(kb.name, conversation, question, answer, trace.id, user=principal.id)
     if persist:
-        save_turn(kb, turn)
+        save_turn(kb, turn, principal)
     yield TurnDone(turn, persist)
 
 
@@ -116,10 +123,11 @@ def ask(
     conversation: str = "default",
     filters: Mapping[str, Any] | None = None,
     persist: bool = True,
+    principal: Principal = LOCAL_OWNER,
 ) -> tuple[Turn, Trace]:
     """The whole ask at once: the turn (saved unless ``persist=False``) and its trace."""
     trace = turn = None
-    for event in stream_ask(kb, question, settings, llm, conversation, filters, persist):
+    for event in stream_ask(kb, question, settings, llm, conversation, filters, persist, principal):
         if isinstance(event, TraceReady):
             trace = event.trace
         elif isinstance(event, TurnDone):
@@ -128,15 +136,17 @@ def ask(
 
 
 # -- history ------------------------------------------------------------------------
-def save_turn(kb: KnowledgeBase, turn: Turn) -> None:
+def save_turn(kb: KnowledgeBase, turn: Turn, principal: Principal = LOCAL_OWNER) -> None:
+    """Append ``turn`` to its conversation (``turn.user``'s) with its audit entry, in one transaction."""
     with kb.catalog.tx() as db:
         row = db.execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM chat_turns WHERE kb=? AND conversation=?",
-            (turn.kb, turn.conversation),
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM chat_turns WHERE kb=? AND conversation=? AND user_id=?",
+            (turn.kb, turn.conversation, turn.user),
         ).fetchone()
         turn.seq = int(row[0])
         db.execute(
-            "INSERT INTO chat_turns VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO chat_turns (id, kb, conversation, seq, question, answer_json, trace_id, created_at, user_id)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
             (
                 turn.id,
                 turn.kb,
@@ -146,43 +156,66 @@ def save_turn(kb: KnowledgeBase, turn: Turn) -> None:
                 turn.answer.to_json(),
                 turn.trace_id,
                 turn.created_at,
+                turn.user,
             ),
         )
+        detail = {"question": turn.question, "outcome": turn.outcome.value, "conversation": turn.conversation}
+        audit.record(db, principal, "ask", turn.kb, turn.trace_id, detail)
 
 
-def history(kb: KnowledgeBase, conversation: str = "default") -> list[Turn]:
-    rows = kb.catalog.q("SELECT * FROM chat_turns WHERE kb=? AND conversation=? ORDER BY seq", kb.name, conversation)
-    return [_turn(r) for r in rows]
-
-
-def get_turn(kb: KnowledgeBase, turn_id: str) -> Turn | None:
-    rows = kb.catalog.q("SELECT * FROM chat_turns WHERE id=?", turn_id)
-    return _turn(rows[0]) if rows else None
-
-
-def recent_turns(kb: KnowledgeBase, limit: int = 100) -> list[Turn]:
+def history(kb: KnowledgeBase, conversation: str = "default", principal: Principal = LOCAL_OWNER) -> list[Turn]:
+    """``principal``'s turns in ``conversation`` (every user has their own chats)."""
+    require(kb.catalog, kb.name, principal, Action.READ)
     rows = kb.catalog.q(
-        "SELECT * FROM chat_turns WHERE kb=? ORDER BY created_at DESC, seq DESC LIMIT ?", kb.name, limit
+        "SELECT * FROM chat_turns WHERE kb=? AND conversation=? AND user_id=? ORDER BY seq",
+        kb.name,
+        conversation,
+        principal.id,
     )
     return [_turn(r) for r in rows]
 
 
-def conversations(kb: KnowledgeBase) -> list[str]:
+def get_turn(kb: KnowledgeBase, turn_id: str, principal: Principal = LOCAL_OWNER) -> Turn | None:
+    """The turn, when it is ``principal``'s and in ``kb`` (an id from elsewhere finds nothing)."""
+    require(kb.catalog, kb.name, principal, Action.INSPECT)
+    rows = kb.catalog.q("SELECT * FROM chat_turns WHERE id=? AND kb=? AND user_id=?", turn_id, kb.name, principal.id)
+    return _turn(rows[0]) if rows else None
+
+
+def recent_turns(kb: KnowledgeBase, limit: int = 100, principal: Principal = LOCAL_OWNER) -> list[Turn]:
+    require(kb.catalog, kb.name, principal, Action.READ)
     rows = kb.catalog.q(
-        "SELECT conversation, MAX(created_at) AS last FROM chat_turns WHERE kb=? "
+        "SELECT * FROM chat_turns WHERE kb=? AND user_id=? ORDER BY created_at DESC, seq DESC LIMIT ?",
+        kb.name,
+        principal.id,
+        limit,
+    )
+    return [_turn(r) for r in rows]
+
+
+def conversations(kb: KnowledgeBase, principal: Principal = LOCAL_OWNER) -> list[str]:
+    require(kb.catalog, kb.name, principal, Action.READ)
+    rows = kb.catalog.q(
+        "SELECT conversation, MAX(created_at) AS last FROM chat_turns WHERE kb=? AND user_id=? "
         "GROUP BY conversation ORDER BY last DESC",
         kb.name,
+        principal.id,
     )
     return [r[0] for r in rows]
 
 
-def clear_conversation(kb: KnowledgeBase, conversation: str) -> None:
+def clear_conversation(kb: KnowledgeBase, conversation: str, principal: Principal = LOCAL_OWNER) -> None:
+    require(kb.catalog, kb.name, principal, Action.READ)
     with kb.catalog.tx() as db:
-        db.execute("DELETE FROM chat_turns WHERE kb=? AND conversation=?", (kb.name, conversation))
+        db.execute(
+            "DELETE FROM chat_turns WHERE kb=? AND conversation=? AND user_id=?", (kb.name, conversation, principal.id)
+        )
 
 
-def load_trace(kb: KnowledgeBase, trace_id: str) -> Trace | None:
-    blob = kb.catalog.load_trace_json(trace_id)
+def load_trace(kb: KnowledgeBase, trace_id: str, principal: Principal = LOCAL_OWNER) -> Trace | None:
+    """The stored trace, when it is ``kb``'s (a trace id from another knowledge base finds nothing)."""
+    require(kb.catalog, kb.name, principal, Action.INSPECT)
+    blob = kb.catalog.load_trace_json(trace_id, kb.name)
     return Trace.from_json(blob) if blob else None
 
 
@@ -196,4 +229,5 @@ def _turn(r) -> Turn:
         r["seq"],
         r["id"],
         r["created_at"],
+        r["user_id"],
     )

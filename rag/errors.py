@@ -113,3 +113,23 @@ class BenchDataNotFound(RagError):
     """A benchmark dataset named on the command line is not in the benchmark data folder."""
 
     fix = "Pass the dataset folder's path, or set RAG_BENCH_DATA to the folder that holds it."
+
+
+class PermissionDenied(RagError):
+    """A principal tried an action their role in a knowledge base does not allow.
+
+    ``str(err)`` names the action, the knowledge base, the role it needs and the role held."""
+
+    def __init__(self, user: str, action: str, kb: str, needed: str, held: str | None) -> None:
+        self.user, self.action, self.kb, self.needed, self.held = user, action, kb, needed, held
+        has = f"is {held}" if held else "is not a member"
+        super().__init__(
+            f"'{user}' may not {action} in knowledge base '{kb}': that needs the {needed} role, and '{user}' {has}.",
+            fix=f"Ask an owner of '{kb}' to run `python -m rag members --kb {kb} add {user} {needed}`.",
+        )
+
+
+class SignInFailed(RagError):
+    """The user name or password given to the built-in user list is wrong (never says which)."""
+
+    fix = "Check the user name and password; an administrator resets one with `python -m rag users add NAME`."

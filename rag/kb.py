@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -24,7 +25,8 @@ from rag.ingest import pipeline
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
 from rag.limits import check_query
 from rag.records import ChunkRecord, DocumentRecord, Hit, MultilingualIndex, TermStats
-from rag.store import writer
+from rag.store import audit, writer
+from rag.store.access import LOCAL_OWNER, Action, Principal, Role, claim_new_kb, require
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
 from rag.store.vectors import DenseMatrix, DenseScores, VectorStore
@@ -60,7 +62,15 @@ def validate_kb_name(name: str) -> str:
 
 
 class KnowledgeBase:
-    def __init__(self, name: str, settings: Settings, embedder: Embedder | None = None, create: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: Settings,
+        embedder: Embedder | None = None,
+        create: bool = True,
+        creator: Principal = LOCAL_OWNER,
+    ) -> None:
+        """Open ``name`` (creating it unless ``create=False``; its ``creator`` becomes its owner)."""
         self.name = validate_kb_name(name)
         self.settings = settings
         self.catalog = catalog_for(settings)
@@ -75,7 +85,12 @@ class KnowledgeBase:
         self._ml_index: tuple[int, MultilingualIndex] | None = None  # (index revision, its coverage)
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
         self.catalog.create_kb(
-            name, self.embedder.model_id, self.embedder.dim, settings.chunk_size, settings.chunk_overlap
+            name,
+            self.embedder.model_id,
+            self.embedder.dim,
+            settings.chunk_size,
+            settings.chunk_overlap,
+            on_create=lambda db: claim_new_kb(db, name, creator),
         )
         self.recover()
 
@@ -83,6 +98,10 @@ class KnowledgeBase:
     @property
     def index_revision(self) -> int:
         return self.catalog.index_version(self.name)
+
+    def require(self, principal: Principal, action: Action) -> Role:
+        """The role ``principal`` holds here, or PermissionDenied naming the role ``action`` needs."""
+        return require(self.catalog, self.name, principal, action)
 
     def check_model(self) -> None:
         """Raise EmbeddingModelMismatch when the index was built with another embedder."""
@@ -161,8 +180,12 @@ class KnowledgeBase:
             log.warning("'%s': could not tidy up %s (%s); the next write finishes it", self.name, when, exc)
 
     # -- writes -----------------------------------------------------------------
-    def ingest(self, items: list[UploadItem], progress: Progress = _noop) -> list[IngestResult]:
-        """Ingest a batch; each file succeeds or fails on its own, failures leave nothing behind."""
+    def ingest(
+        self, items: list[UploadItem], progress: Progress = _noop, principal: Principal = LOCAL_OWNER
+    ) -> list[IngestResult]:
+        """Ingest a batch (editors); each file succeeds or fails on its own, failures leave nothing
+        behind. Each file published is an audit entry."""
+        self.require(principal, Action.UPLOAD)
         self.check_model()
         with self.write_lock():
             writer.finish_interrupted(self.catalog, self.vectors, self.name)
@@ -183,17 +206,32 @@ class KnowledgeBase:
                 for p in prepared:
                     progress(p.item.name, "done", 1.0)
             results += [p.result for p in prepared]
+            self._audit_ingest(principal, [p.result for p in prepared])
         order = {it.name: i for i, it in enumerate(items)}
         return sorted(results, key=lambda r: order.get(r.name, len(order)))
 
-    def ingest_file(
-        self, name: str, data: bytes, tags=(), doc_date: str = "", progress: Progress = _noop
-    ) -> IngestResult:
-        return self.ingest([UploadItem(name, data, tuple(tags), doc_date)], progress)[0]
+    def _audit_ingest(self, principal: Principal, published: list[IngestResult]) -> None:
+        with self.catalog.tx() as db:
+            for r in published:
+                detail = {"revision": r.revision, "status": r.status, "chunks": r.chunks}
+                audit.record(db, principal, "doc.upload", self.name, f"{r.doc_id} {r.name}", detail)
 
-    def delete(self, doc: str) -> DocumentRecord:
-        """Remove a document (by id or name) from Chroma, BM25 and the catalog, and its text from
-        the stored traces, chat turns and runs (they keep its ids, marked ``source_deleted``)."""
+    def ingest_file(
+        self,
+        name: str,
+        data: bytes,
+        tags=(),
+        doc_date: str = "",
+        progress: Progress = _noop,
+        principal: Principal = LOCAL_OWNER,
+    ) -> IngestResult:
+        return self.ingest([UploadItem(name, data, tuple(tags), doc_date)], progress, principal)[0]
+
+    def delete(self, doc: str, principal: Principal = LOCAL_OWNER) -> DocumentRecord:
+        """Remove a document (by id or name; editors) from Chroma, BM25 and the catalog, and its
+        text from the stored traces, chat turns and runs (they keep its ids, marked
+        ``source_deleted``). Its audit entries stay: they never held its text."""
+        self.require(principal, Action.DELETE_DOCUMENT)
         record = self.document(doc)
         with self.write_lock():
             writer.finish_interrupted(self.catalog, self.vectors, self.name)
@@ -205,8 +243,19 @@ class KnowledgeBase:
                 db.execute("UPDATE documents SET active_revision=NULL WHERE kb=? AND id=?", (self.name, record.id))
                 db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (self.name,))
                 self.catalog.scrub_documents(db, self.name, [record.id])
+                audit.record(db, principal, "doc.delete", self.name, f"{record.id} {record.name}", {})
             self._tidy("after deleting", deleted=record.id)
         return record
+
+    def drop(self, principal: Principal = LOCAL_OWNER) -> None:
+        """Delete the whole knowledge base (owners): its vectors, BM25 index, catalog rows and
+        members. Its audit entries stay, with this one last."""
+        self.require(principal, Action.DELETE_KB)
+        with self.write_lock():
+            self.vectors.reset()
+            self.catalog.drop_kb(self.name)
+            audit.append(self.catalog, principal, "kb.delete", self.name, self.name, {})
+        shutil.rmtree(self.bm25_dir, ignore_errors=True)
 
     # -- documents and chunks ----------------------------------------------------
     def documents(self) -> list[DocumentRecord]:

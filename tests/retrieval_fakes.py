@@ -61,9 +61,9 @@ class FakeCatalog:
     def save_trace(self, kb: str, trace_json: str, trace_id: str, question: str, created_at: str) -> None:
         self.traces[trace_id] = (kb, trace_json)
 
-    def load_trace_json(self, trace_id: str) -> str | None:
+    def load_trace_json(self, trace_id: str, kb: str | None = None) -> str | None:
         entry = self.traces.get(trace_id)
-        return entry[1] if entry else None
+        return entry[1] if entry and kb in (None, entry[0]) else None
 
     def load_trace(self, trace_id: str) -> Trace:
         return Trace.from_json(self.traces[trace_id][1])

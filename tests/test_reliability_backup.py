@@ -32,7 +32,8 @@ def _history(kb) -> None:
     with kb.catalog.tx() as db:
         for seq in (1, 2):
             db.execute(
-                "INSERT INTO chat_turns VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT INTO chat_turns (id, kb, conversation, seq, question, answer_json, trace_id, created_at) "
+                "VALUES (?,?,?,?,?,?,?,?)",
                 (
                     f"turn{seq}",
                     kb.name,
@@ -46,7 +47,8 @@ def _history(kb) -> None:
             )
         run = {"id": "run0000000000001", "kb": kb.name, "summary": {"recall@5": 0.8}}
         db.execute(
-            "INSERT INTO eval_runs VALUES (?,?,?,?,?,?,?)",
+            "INSERT INTO eval_runs (id, kb, goldset, config_fingerprint, index_revision, created_at, json) "
+            "VALUES (?,?,?,?,?,?,?)",
             (run["id"], kb.name, "demo-gold", "abc123", kb.index_revision, created, json.dumps(run)),
         )
 

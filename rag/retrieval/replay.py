@@ -60,7 +60,7 @@ class Replay:
 
 
 def load_trace(kb: KnowledgeSource, trace_id: str) -> Trace:
-    blob = kb.catalog.load_trace_json(trace_id)
+    blob = kb.catalog.load_trace_json(trace_id, kb.name)  # a trace of another knowledge base: not found
     if not blob:
         raise TraceNotFound(f"No stored trace with id '{trace_id}'.")
     return Trace.from_json(blob)

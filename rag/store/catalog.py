@@ -12,7 +12,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
@@ -29,7 +29,9 @@ def now() -> str:
 WAL_TRIES = 60  # ~10 s in all
 # PRAGMA user_version of a catalog that is up to date. 1: the text of documents deleted before
 # deletes scrubbed stored traces, chat turns and runs is scrubbed from them (rag.store.scrub).
-SCHEMA_VERSION = 1
+# 2: chat turns and eval runs say whose they are (``user_id``; earlier rows: the local owner).
+SCHEMA_VERSION = 2
+OWNED_TABLES = ("chat_turns", "eval_runs")  # rows that belong to one user (rag.store.access)
 
 
 def _wal(conn: sqlite3.Connection) -> None:
@@ -46,6 +48,16 @@ def _wal(conn: sqlite3.Connection) -> None:
             time.sleep(min(0.02 * (attempt + 1), 0.3))
 
 
+def _add_user_columns(db: sqlite3.Connection) -> None:
+    """Version 2: a ``user_id`` on chat turns and eval runs, where schema.sql (a catalog created
+    before it had one) did not add it; every earlier row is the local owner's."""
+    for table in OWNED_TABLES:
+        columns = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}  # noqa: S608 (fixed names)
+        if "user_id" not in columns:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN user_id TEXT NOT NULL DEFAULT 'local'")  # noqa: S608
+        db.execute(f"CREATE INDEX IF NOT EXISTS {table}_by_user ON {table} (kb, user_id)")  # noqa: S608
+
+
 class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -60,10 +72,14 @@ class Catalog:
         if self._conn().execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
             return
         with self.tx() as db:
-            if db.execute("PRAGMA user_version").fetchone()[0] >= SCHEMA_VERSION:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version >= SCHEMA_VERSION:
                 return
-            for kb, doc_ids in deleted_documents(db).items():
-                scrub_stored(db, kb, doc_ids)
+            if version < 1:
+                for kb, doc_ids in deleted_documents(db).items():
+                    scrub_stored(db, kb, doc_ids)
+            if version < 2:
+                _add_user_columns(db)
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     # -- connections ---------------------------------------------------------
@@ -122,12 +138,27 @@ class Catalog:
     def kb_names(self) -> list[str]:
         return [r["name"] for r in self.q("SELECT name FROM kbs ORDER BY name")]
 
-    def create_kb(self, name: str, embed_model: str, embed_dim: int, chunk_size: int, overlap: int) -> None:
+    def create_kb(
+        self,
+        name: str,
+        embed_model: str,
+        embed_dim: int,
+        chunk_size: int,
+        overlap: int,
+        on_create: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> bool:
+        """Create ``name`` unless it exists; ``on_create(db)`` runs in the same transaction when it
+        did not (its creator's membership). True when it was created now."""
+        if self.kb(name) is not None:
+            return False
         with self.tx() as db:
-            db.execute(
+            created = db.execute(
                 "INSERT OR IGNORE INTO kbs VALUES (?,?,?,?,?,?,0)",
                 (name, now(), embed_model, embed_dim, chunk_size, overlap),
-            )
+            ).rowcount
+            if created and on_create is not None:
+                on_create(db)
+        return bool(created)
 
     def set_kb_model(self, name: str, embed_model: str, embed_dim: int) -> None:
         with self.tx() as db:
@@ -140,7 +171,7 @@ class Catalog:
 
     def drop_kb(self, name: str) -> None:
         with self.tx() as db:
-            for table in ("documents", "revisions", "chunks", "jobs", "traces", "chat_turns", "eval_runs"):
+            for table in ("documents", "revisions", "chunks", "jobs", "traces", "chat_turns", "eval_runs", "members"):
                 db.execute(f"DELETE FROM {table} WHERE kb=?", (name,))  # noqa: S608 (fixed table names)
             db.execute("DELETE FROM kbs WHERE name=?", (name,))
 
@@ -262,7 +293,12 @@ class Catalog:
                 "INSERT OR REPLACE INTO traces VALUES (?,?,?,?,?)", (trace_id, kb, question, created_at, trace_json)
             )
 
-    def load_trace_json(self, trace_id: str) -> str | None:
+    def load_trace_json(self, trace_id: str, kb: str | None = None) -> str | None:
+        """The stored trace; with ``kb``, only when it is that knowledge base's (a trace id from
+        another knowledge base, e.g. in a replayed link, finds nothing)."""
+        if kb is not None:
+            rows = self.q("SELECT json FROM traces WHERE id=? AND kb=?", trace_id, kb)
+            return rows[0][0] if rows else None
         rows = self.q("SELECT json FROM traces WHERE id=?", trace_id)
         return rows[0][0] if rows else None
 

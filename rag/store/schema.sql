@@ -76,7 +76,8 @@ CREATE TABLE IF NOT EXISTS chat_turns (
     question TEXT NOT NULL,
     answer_json TEXT NOT NULL,
     trace_id TEXT,
-    created_at TEXT NOT NULL
+    created_at TEXT NOT NULL,
+    user_id TEXT NOT NULL DEFAULT 'local'  -- whose chat it is (rag.store.access.Principal.id)
 );
 CREATE INDEX IF NOT EXISTS turns_by_conv ON chat_turns (kb, conversation, seq);
 CREATE TABLE IF NOT EXISTS eval_runs (
@@ -86,5 +87,39 @@ CREATE TABLE IF NOT EXISTS eval_runs (
     config_fingerprint TEXT NOT NULL,
     index_revision INTEGER NOT NULL,
     created_at TEXT NOT NULL,
-    json TEXT NOT NULL
+    json TEXT NOT NULL,
+    user_id TEXT NOT NULL DEFAULT 'local'  -- who ran it
+);
+-- Who may do what in each knowledge base (rag.store.access); the local owner needs no row.
+CREATE TABLE IF NOT EXISTS members (
+    kb TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('reader', 'editor', 'owner')),
+    added_by TEXT NOT NULL,
+    added_at TEXT NOT NULL,
+    PRIMARY KEY (kb, user_id)
+);
+CREATE INDEX IF NOT EXISTS members_by_user ON members (user_id);
+-- Append-only audit trail (rag.store.audit): the triggers refuse to change or remove an entry.
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    action TEXT NOT NULL,
+    kb TEXT NOT NULL,
+    target TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS audit_by_kb ON audit (kb, seq);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
+-- The built-in user list (rag.store.users) for a server without an identity provider.
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    password_hash TEXT NOT NULL,  -- argon2id (argon2-cffi); never the password
+    created_at TEXT NOT NULL
 );

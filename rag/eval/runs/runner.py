@@ -41,6 +41,7 @@ from rag.eval.runs.summary import summarize
 from rag.kb import KnowledgeBase
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
+from rag.store.access import LOCAL_OWNER, Action, Principal, require
 from rag.store.catalog import now
 
 __all__ = ["goldset_hash", "run_goldset"]
@@ -61,6 +62,7 @@ def run_goldset(
     filters: Filters = None,
     ks: Sequence[int] = DEFAULT_KS,
     note: str = "",
+    principal: Principal = LOCAL_OWNER,
 ) -> EvalRun:
     """Run every question of ``gold`` (a ``GoldSet`` or a JSONL path) against ``kb``, score it,
     store the run in the catalog and return it.
@@ -69,6 +71,7 @@ def run_goldset(
     ``retrieve`` filters, or a function of the gold item returning them) restrict recall,
     e.g. to remove a question's own positives. Raises ``GoldSetError`` when a label names a
     document that is not in ``kb`` or a quote that is not in its document."""
+    require(kb.catalog, kb.name, principal, Action.EVALUATE)
     gold = load_goldset(gold) if isinstance(gold, (str, Path)) else gold
     settings = settings or kb.settings
     labels = Labels(kb, KBDocuments(kb))
@@ -83,7 +86,7 @@ def run_goldset(
             progress(done, total, item.question)
     run.duration_s = round(time.perf_counter() - t0, 3)
     run.summary = summarize(run.questions)
-    save_run(kb, run)
+    save_run(kb, run, principal)  # the run is theirs, and an audit entry
     return run
 
 

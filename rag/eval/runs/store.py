@@ -1,4 +1,6 @@
-"""Evaluation runs in the catalog's ``eval_runs`` table: save, list, load (by id or unique prefix)."""
+"""Evaluation runs in the catalog's ``eval_runs`` table: save, list, load (by id or unique prefix).
+
+Runs are per user: each call takes the ``Principal`` (default the local owner) whose runs it sees."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import RagError
 from rag.eval.runs.results import EvalRun
+from rag.store import audit
+from rag.store.access import LOCAL_OWNER, Action, Principal, require
 
 if TYPE_CHECKING:
     from rag.kb import KnowledgeBase
@@ -32,10 +36,16 @@ class RunInfo:
     headline: dict[str, float | None]
 
 
-def save_run(kb: KnowledgeBase, run: EvalRun) -> None:
+def save_run(kb: KnowledgeBase, run: EvalRun, principal: Principal = LOCAL_OWNER) -> None:
+    """Store ``run`` as ``principal``'s, with its audit entry (a new run; re-saving one, e.g. a
+    judgement added, is not audited again)."""
+    require(kb.catalog, kb.name, principal, Action.EVALUATE)
     with kb.catalog.tx() as db:
+        new = not db.execute("SELECT 1 FROM eval_runs WHERE id=?", (run.id,)).fetchone()
         db.execute(
-            "INSERT OR REPLACE INTO eval_runs VALUES (?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO eval_runs"
+            " (id, kb, goldset, config_fingerprint, index_revision, created_at, json, user_id)"
+            " VALUES (?,?,?,?,?,?,?,?)",
             (
                 run.id,
                 run.kb,
@@ -44,28 +54,34 @@ def save_run(kb: KnowledgeBase, run: EvalRun) -> None:
                 run.index_revision,
                 run.created_at,
                 json.dumps(run.to_dict(), ensure_ascii=False),
+                principal.id,
             ),
         )
+        if new:
+            detail = {"goldset": run.goldset, "questions": len(run.questions)}
+            audit.record(db, principal, "evaluate", run.kb, run.id, detail)
 
 
-def list_runs(kb: KnowledgeBase) -> list[RunInfo]:
-    """The knowledge base's runs, newest first."""
+def list_runs(kb: KnowledgeBase, principal: Principal = LOCAL_OWNER) -> list[RunInfo]:
+    """``principal``'s runs in the knowledge base, newest first."""
+    require(kb.catalog, kb.name, principal, Action.EVALUATE)
     rows = kb.catalog.q(
         "SELECT id, kb, goldset, config_fingerprint, index_revision, created_at, "
         "json_extract(json, '$.summary') AS summary, json_extract(json, '$.answers') AS answers "
-        "FROM eval_runs WHERE kb=? ORDER BY created_at DESC, rowid DESC",
+        "FROM eval_runs WHERE kb=? AND user_id=? ORDER BY created_at DESC, rowid DESC",
         kb.name,
+        principal.id,
     )
     return [_info(r) for r in rows]
 
 
-def load_run(kb: KnowledgeBase, run_id: str) -> EvalRun:
-    """The stored run with this id (or the only one whose id starts with it)."""
-    rows = kb.catalog.q("SELECT json FROM eval_runs WHERE kb=? AND id=?", kb.name, run_id)
+def load_run(kb: KnowledgeBase, run_id: str, principal: Principal = LOCAL_OWNER) -> EvalRun:
+    """``principal``'s stored run with this id (or the only one whose id starts with it)."""
+    require(kb.catalog, kb.name, principal, Action.EVALUATE)
+    mine = "SELECT json FROM eval_runs WHERE kb=? AND user_id=?"
+    rows = kb.catalog.q(mine + " AND id=?", kb.name, principal.id, run_id)
     if not rows and run_id:
-        rows = kb.catalog.q(
-            "SELECT json FROM eval_runs WHERE kb=? AND substr(id, 1, ?)=?", kb.name, len(run_id), run_id
-        )
+        rows = kb.catalog.q(mine + " AND substr(id, 1, ?)=?", kb.name, principal.id, len(run_id), run_id)
         if len(rows) > 1:
             raise RunNotFound(f"Run id '{run_id}' is ambiguous in '{kb.name}': {len(rows)} runs start with it.")
     if not rows:
@@ -73,8 +89,8 @@ def load_run(kb: KnowledgeBase, run_id: str) -> EvalRun:
     return EvalRun.from_dict(json.loads(rows[0][0]))
 
 
-def delete_run(kb: KnowledgeBase, run_id: str) -> None:
-    run = load_run(kb, run_id)
+def delete_run(kb: KnowledgeBase, run_id: str, principal: Principal = LOCAL_OWNER) -> None:
+    run = load_run(kb, run_id, principal)
     with kb.catalog.tx() as db:
         db.execute("DELETE FROM eval_runs WHERE kb=? AND id=?", (kb.name, run.id))
 
