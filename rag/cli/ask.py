@@ -23,7 +23,8 @@ def run(args) -> int:
 
     settings = Settings.from_env()
     kb = KnowledgeBase(args.kb, settings, create=False)
-    turn, trace = ask(kb, args.question, settings, llm=build_llm(settings), conversation=args.conversation)
+    llm = build_llm(settings)
+    turn, trace = ask(kb, args.question, settings, llm=llm, conversation=args.conversation, principal=args.principal)
     answer = turn.answer
     print(answer.text)
     print()

@@ -121,7 +121,7 @@ def cmd_run(args) -> int:
         if done == total or done % 10 == 0:
             print(f"  {done}/{total} questions", file=sys.stderr)
 
-    run = run_goldset(kb, gold, settings, progress=progress, answers=not args.no_answers)
+    run = run_goldset(kb, gold, settings, progress=progress, answers=not args.no_answers, principal=args.principal)
     print(run_text(run))
     if args.csv:
         Path(args.csv).write_text(to_csv(run), encoding="utf-8")
@@ -136,7 +136,7 @@ def cmd_compare(args) -> int:
     from rag.eval.runs.tables import comparison_text
 
     kb = open_kb(args.kb, Settings.from_env())
-    a, b = load_run(kb, args.run_a), load_run(kb, args.run_b)
+    a, b = load_run(kb, args.run_a, args.principal), load_run(kb, args.run_b, args.principal)
     try:
         cmp = compare_runs(a, b, metric=args.metric, stage=args.stage, level=args.level)
     except ValueError as exc:
@@ -150,7 +150,7 @@ def cmd_list(args) -> int:
     from rag.eval.runs.tables import fmt
 
     kb = open_kb(args.kb, Settings.from_env())
-    runs = list_runs(kb)
+    runs = list_runs(kb, args.principal)
     for r in runs:
         head = " ".join(f"{k} {fmt(v)}" for k, v in r.headline.items())
         print(f"{r.id}  {r.created_at}  {r.goldset:20}  {r.questions:>4} q  config {r.config_fingerprint}  {head}")
@@ -167,7 +167,7 @@ def cmd_import_beir(args) -> int:
 
     settings = Settings.from_env()
     data_dir = resolve_dataset(args.data_dir, settings)  # before creating the knowledge base
-    kb = KnowledgeBase(args.kb, settings, create=True)
+    kb = KnowledgeBase(args.kb, settings, create=True, creator=args.principal)
     result = import_beir(kb, data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr))
     out = Path(args.out) if args.out else goldsets_dir(kb) / f"{result.gold.name}.jsonl"
     save_goldset(result.gold, out)

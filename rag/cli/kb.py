@@ -13,7 +13,7 @@ from rag.errors import RagError
 def _kb(args, create: bool = False):
     from rag.kb import KnowledgeBase
 
-    return KnowledgeBase(args.kb, Settings.from_env(), create=create)
+    return KnowledgeBase(args.kb, Settings.from_env(), create=create, creator=args.principal)
 
 
 def cmd_ingest(args) -> int:
@@ -24,7 +24,9 @@ def cmd_ingest(args) -> int:
     for p in _expand(args.paths):
         items.append(UploadItem(p.name, p.read_bytes(), tuple(args.tag or ()), args.date or ""))
     results = kb.ingest(
-        items, progress=lambda n, s, f: logging.getLogger("rag.ingest").info("%s %s %.0f%%", n, s, f * 100)
+        items,
+        progress=lambda n, s, f: logging.getLogger("rag.ingest").info("%s %s %.0f%%", n, s, f * 100),
+        principal=args.principal,
     )
     for r in results:
         detail = r.error if not r.ok else f"rev {r.revision}, {r.pages} pages, {r.chunks} chunks"
@@ -60,7 +62,7 @@ def cmd_docs(args) -> int:
 
 def cmd_delete(args) -> int:
     kb = _kb(args)
-    record = kb.delete(args.doc)
+    record = kb.delete(args.doc, principal=args.principal)
     print(f"deleted {record.id} {record.name} ({record.chunks} chunks)")
     return 0
 
@@ -83,7 +85,7 @@ def cmd_reindex(args) -> int:
     from rag.ingest.reindex import reindex
 
     kb = _kb(args)
-    n = reindex(kb)
+    n = reindex(kb, principal=args.principal)
     print(f"re-embedded {n} documents in '{kb.name}' with {kb.embedder.model_id}")
     return 0
 

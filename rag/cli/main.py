@@ -15,10 +15,11 @@ from rag.errors import RagError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from rag.cli import ask, backup, bench, evaluation, kb, why
+    from rag.cli import access, ask, backup, bench, evaluation, kb, why
 
     p = argparse.ArgumentParser(prog="python -m rag", description="Ragscope: ask your documents, see why.")
     p.add_argument("-v", "--verbose", action="store_true")
+    access.add_user_argument(p)
     sub = p.add_subparsers(dest="cmd", required=True)
     kb.add_parsers(sub)
     ask.add_parser(sub)
@@ -27,11 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_parsers(sub)
     backup.add_parsers(sub)
     bench.add_parsers(sub)
+    access.add_parsers(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rag.cli import kb
+    from rag.cli import access, kb
 
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         kb.resolve_kb(args)
+        access.gate(args)  # --user / RAG_USER: that user's roles, or the local owner's
         return int(args.func(args) or 0)
     except RagError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -4,16 +4,20 @@ multilingual embedder gets its vectors."""
 from __future__ import annotations
 
 from rag.config import MULTILINGUAL_EMBEDDER
+from rag.store import audit
+from rag.store.access import LOCAL_OWNER, Action, Principal, require
 from rag.store.vectors import VectorStore, chroma_client
 
 
-def reindex(kb, full: bool | None = None) -> int:
+def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) -> int:
     """Rebuild the vectors of every active chunk from the catalog's texts; returns documents done.
 
     The embedder's collection is rebuilt when ``full``, or (``None``) when the index records
     another model than the configured one. The multilingual collection gets a vector for each
     chunk that calls for one and lacks it (all of them again when its vectors come from another
-    model). Texts, documents and their revisions are untouched."""
+    model). Texts, documents and their revisions are untouched. Editors only; audited (it
+    changes the knowledge base's embedding model, its one stored setting)."""
+    require(kb.catalog, kb.name, principal, Action.REINDEX)
     with kb.write_lock():
         with kb.catalog.snapshot():
             chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
@@ -25,6 +29,8 @@ def reindex(kb, full: bool | None = None) -> int:
         _fill_multilingual(kb, chunks)
         with kb.catalog.tx() as db:
             db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (kb.name,))
+            detail = {"embed_model": kb.embedder.model_id, "multilingual": MULTILINGUAL_EMBEDDER}
+            audit.record(db, principal, "kb.reindex", kb.name, kb.name, detail)
         kb.refresh_bm25()
         return len({c.doc_id for c in chunks})
 
