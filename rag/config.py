@@ -77,6 +77,9 @@ class Settings:
     bm25_doc_weight: float = _f(
         1.0, "BM25 chunk score + this x its document's BM25 score (passage + document evidence); 0 = chunk only."
     )
+    bm25_merge_factor: int = _f(
+        8, "BM25 segments (one per upload) of about one size are merged when this many pile up.", affects=False
+    )
     rrf_k: int = _f(60, "Reciprocal Rank Fusion constant (Cormack et al. 2009).")
     parallel_recall: bool = _f(
         True, "Run BM25 on a worker thread beside the dense search (false: one after the other).", affects=False

@@ -14,6 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from rag.ingest import pipeline
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
 from rag.limits import check_query
 from rag.records import ChunkRecord, DocumentRecord, Hit, MultilingualIndex, TermStats
-from rag.store import audit, writer
+from rag.store import audit, bm25_sync, writer
 from rag.store.access import LOCAL_OWNER, Action, Principal, Role, claim_new_kb, require
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
@@ -408,27 +409,25 @@ class KnowledgeBase:
         return self.settings.home / "bm25" / self.name
 
     def bm25(self) -> BM25Index:
-        """The BM25 index matching the catalog's index version; rebuilt when missing or stale."""
+        """The BM25 index matching the catalog's index version; brought up to it when stale."""
         version = self.index_revision
         with self._bm25_lock:
             if self._bm25 is None or self._bm25.version != version:
-                loaded = BM25Index.load(self.bm25_dir)
-                self._bm25 = loaded if loaded and loaded.version == version else self._rebuild_bm25(version)
+                self._bm25 = self._sync_bm25(version)
             return self._bm25
 
     def refresh_bm25(self) -> None:
         with self._bm25_lock:
-            self._bm25 = self._rebuild_bm25(self.index_revision)
+            self._bm25 = self._sync_bm25(self.index_revision)
 
-    def _rebuild_bm25(self, version: int) -> BM25Index:
-        """Build from the vector store's texts (so a second instance on a shared server agrees)."""
-        active = self.catalog.active_revisions(self.name)
-        items = (
-            (cid, ChunkRecord.from_metadata(cid, text or "", meta).index_text)
-            for cid, text, meta in self.vectors.all_items()
-            if active.get(str(meta.get("doc_id"))) == meta.get("revision")
-        )
-        index = BM25Index.build(sorted(items), version)
-        index.save(self.bm25_dir)
-        log.info("rebuilt BM25 for %s at version %d (%d chunks)", self.name, version, len(index.ids))
-        return index
+    def _sync_bm25(self, version: int) -> BM25Index:
+        """Add a segment for what was published since, mask what went (rag.store.bm25_sync)."""
+        active = partial(self.catalog.active_revisions, self.name)  # read after ``version``
+        merge_factor = self.settings.bm25_merge_factor
+        return bm25_sync.sync(self.bm25_dir, self._bm25, version, active, self._index_items, merge_factor)
+
+    def _index_items(self, revisions: list[tuple[str, int]]) -> list[tuple[str, str]]:
+        """(chunk id, indexed text) of each chunk of ``revisions``, read in one snapshot."""
+        with self.catalog.snapshot():
+            rows = [r for doc_id, rev in revisions for r in self.catalog.doc_chunks(self.name, doc_id, rev)]
+            return [(c.id, c.index_text) for c in self._records(rows)]

@@ -64,21 +64,57 @@ def _after(obj, name: str, nth: int = 1, before: bool = False) -> None:
     setattr(obj, name, wrapper)
 
 
-def _kill_after_replace(os_module, match) -> None:
+def _at(obj, name: str, when=lambda *args, **kwargs: True, before: bool = False) -> None:
+    """Patch ``obj.name`` so the process SIGKILLs itself around the first call ``when`` accepts."""
+    original = getattr(obj, name)
+
+    def wrapper(*args, **kwargs):
+        hit = when(*args, **kwargs)
+        if hit and before:
+            die()
+        out = original(*args, **kwargs)
+        if hit:
+            die()
+        return out
+
+    setattr(obj, name, wrapper)
+
+
+def _after_a_merge(obj, name: str) -> None:
+    """Patch ``obj.name`` so the process SIGKILLs itself at its first call after a merge began."""
+    from rag.store import segments
+
+    merging = [False]
+    merge = segments.Segment.merge.__func__
+
+    def flagged(cls, *args, **kwargs):
+        merging[0] = True
+        return merge(cls, *args, **kwargs)
+
+    segments.Segment.merge = classmethod(flagged)
+    _at(obj, name, when=lambda *args, **kwargs: merging[0])
+
+
+def _merge_commit(store, manifest, reason) -> bool:
+    return reason == "merge"
+
+
+def _kill_before_manifest_rename(os_module) -> None:
     original = os_module.replace
 
     def replace(src, dst, *args, **kwargs):
-        original(src, dst, *args, **kwargs)
-        if match(src, dst):
+        if str(dst).endswith("manifest.json"):
             die()
+        return original(src, dst, *args, **kwargs)
 
     os_module.replace = replace
 
 
 def install_crash_point(point: str, kb: KnowledgeBase | None) -> None:
     """Crash points inside the write path; ``recover-*`` ones are installed before the KB opens."""
-    from rag.store import bm25, vectors
+    from rag.store import segments, vectors
 
+    store = segments.SegmentStore
     if point == "recover-mid-drop":
         _after(vectors.VectorStore, "delete_revision")
     elif point == "job-started":
@@ -91,10 +127,24 @@ def install_crash_point(point: str, kb: KnowledgeBase | None) -> None:
         _after(kb, "_drop_inactive", before=True)
     elif point == "mid-drop":
         _after(kb.vectors, "delete_revision")
-    elif point == "bm25-swap":  # the live index moved aside, the new one not yet in place
-        _kill_after_replace(bm25.os, lambda src, dst: str(dst).endswith(".old"))
-    elif point == "bm25-old-left":  # the new index in place, the old one not yet removed
-        _kill_after_replace(bm25.os, lambda src, dst: ".bm25-" in str(src))
+    elif point == "bm25-segment-tmp":
+        _at(segments, "_write_arrays")
+    elif point == "bm25-segment-written":
+        _at(store, "commit", before=True)
+    elif point == "bm25-manifest-tmp":
+        _kill_before_manifest_rename(segments.os)
+    elif point == "recover-bm25-catch-up":
+        _at(store, "write")
+    elif point == "bm25-caught-up":
+        _at(store, "commit", when=lambda store, manifest, reason: reason == "catch-up")
+    elif point == "bm25-merge-tmp":
+        _after_a_merge(segments, "_write_arrays")
+    elif point == "bm25-merge-written":
+        _at(store, "commit", when=_merge_commit, before=True)
+    elif point == "bm25-merged":
+        _at(store, "commit", when=_merge_commit)
+    elif point == "bm25-mid-garbage":
+        _after_a_merge(segments, "_remove")
     elif point:
         raise SystemExit(f"unknown crash point {point}")
 
@@ -106,13 +156,21 @@ CRASH_POINTS = [
     "publish-uncommitted",  # inside the publish transaction, before COMMIT
     "published",  # committed; the replaced revisions still 'retired' with their vectors
     "mid-drop",  # a replaced revision's vectors deleted, its catalog rows not yet
-    "bm25-swap",  # the live BM25 index moved aside, the new one not yet in place
-    "bm25-old-left",  # the new BM25 index in place, the old one not yet removed
+    "bm25-segment-tmp",  # the batch's BM25 segment half written in its temporary folder
+    "bm25-segment-written",  # the segment in place, no manifest naming it yet
+    "bm25-manifest-tmp",  # the new manifest written beside the live one, not yet renamed over it
+    "recover-bm25-catch-up",  # the next open dies while bringing BM25 up to the catalog (its segment written)
+    "bm25-caught-up",  # the manifest names the batch's segment and masks what it replaced; no merge yet
+    "bm25-merge-tmp",  # a merged segment half written
+    "bm25-merge-written",  # the merged segment in place; the manifest still names its inputs
+    "bm25-merged",  # the manifest names the merged segment; its inputs not yet removed
+    "bm25-mid-garbage",  # a merged-away segment removed, the rest not yet
 ]
+MERGE_FACTOR = 2  # BM25 segments merge often here, so that kills land in merges too
 
 
 def settings_for(home: str) -> Settings:
-    return Settings.from_env(home=home)
+    return Settings.from_env(home=home, bm25_merge_factor=MERGE_FACTOR)
 
 
 def run_crash(args) -> None:

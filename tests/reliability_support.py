@@ -82,6 +82,7 @@ def audit(kb) -> dict:
     if chroma_other:
         problems.append(f"chroma holds inactive vectors: {chroma_other[:5]}")
     problems += _revision_problems(kb, active, {cid: text for cid, text, _ in items})
+    problems += _bm25_problems(kb)
     states = dict(cat.q("SELECT state, COUNT(*) FROM revisions WHERE kb=? GROUP BY state", kb.name))
     if states.get("writing") or states.get("retired"):
         problems.append(f"unfinished revisions: {states}")
@@ -90,6 +91,28 @@ def audit(kb) -> dict:
         problems.append(f"jobs still running: {jobs}")
     hashes = {r["name"]: r["content_hash"] for r in cat.q(_ACTIVE_HASHES, kb.name)}
     return {"problems": problems, "hashes": hashes, "jobs": jobs, "states": states, "chunks": len(catalog_ids)}
+
+
+def _bm25_problems(kb) -> list[str]:
+    """The BM25 directory holds what its manifest names and nothing else, and its segments score
+    as one index over the active chunks does."""
+    from rag.store.bm25 import BM25Index
+
+    index, problems = kb.bm25(), []
+    manifest = kb.bm25_dir / "manifest.json"
+    named = set(json.loads(manifest.read_text())["segments"]) if manifest.exists() else set()
+    files = {p.name for p in kb.bm25_dir.iterdir()} if kb.bm25_dir.exists() else set()
+    if files - named - {"manifest.json"} or named - files:
+        problems.append(f"bm25 directory {sorted(files)} vs its manifest {sorted(named)}")
+    active = sorted(kb.catalog.active_revisions(kb.name).items())
+    flat = BM25Index.build(sorted(kb._index_items(active)), index.version)
+    for query in ("Paragraph section", "w3 w17 w40 Document"):
+        got, want = index.search(query, 50, doc_weight=1.0), flat.search(query, 50, doc_weight=1.0)
+        if [h.chunk_id for h in got] != [h.chunk_id for h in want] or any(
+            abs(a.score - b.score) > 1e-9 * max(1.0, abs(b.score)) for a, b in zip(got, want, strict=True)
+        ):
+            problems.append(f"bm25 segments score {query!r} unlike one index over the active chunks")
+    return problems
 
 
 _ACTIVE_HASHES = (

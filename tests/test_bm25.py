@@ -56,10 +56,10 @@ def test_save_load_roundtrip_and_old_format_is_rebuilt(tmp_path):
     assert loaded is not None and loaded.version == 7 and loaded.ids == index.ids
     query = "solar inverter warranty"
     assert loaded.search(query, 10, doc_weight=1.0) == index.search(query, 10, doc_weight=1.0)
-    meta_file = tmp_path / "bm25" / "ragscope.json"
-    meta = json.loads(meta_file.read_text())
-    del meta["format"]  # what a version without the document index wrote
-    meta_file.write_text(json.dumps(meta))
+    manifest = tmp_path / "bm25" / "manifest.json"
+    meta = json.loads(manifest.read_text())
+    meta["format"] = 3  # what a version with one bm25s index (no segments) wrote
+    manifest.write_text(json.dumps(meta))
     assert BM25Index.load(tmp_path / "bm25") is None  # the caller rebuilds it
 
 

@@ -39,7 +39,7 @@ from reliability_support import (
 from rag.config import Settings
 from rag.kb import KnowledgeBase
 
-RANDOM_KILLS = int(os.environ.get("RAG_TEST_RANDOM_KILLS", "24"))
+RANDOM_KILLS = int(os.environ.get("RAG_TEST_RANDOM_KILLS", "35"))  # + the named points: 50 kills
 SEED = int(os.environ.get("RAG_TEST_SEED", "20250101"))
 
 

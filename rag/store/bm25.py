@@ -1,45 +1,42 @@
-"""A persisted BM25 index (bm25s) over one knowledge base's active chunks.
+"""A BM25 index over one knowledge base's active chunks, in segments (see rag.store.segments).
 
-The index is stamped with the catalog's ``index_version`` it was built from; a
-missing or stale index is rebuilt from the chunk texts on first use, so a second
-app instance (or a crash between publish and rebuild) never serves stale results.
+The index is stamped with the catalog's ``index_version`` it stands for; ``rag.store.bm25_sync``
+brings a stale one up to date by adding a segment for the revisions published since and masking
+the ones replaced or deleted, so an upload costs what it adds, not what the index holds. Scores
+are computed across all live segments together (``rag.store.postings.Scorer``): the same as one
+index over the same chunks.
 
-Beside the chunk index it keeps one over whole documents (each document's chunk tokens
-together). A chunk that matches the query scores ``chunk BM25 + doc_weight x document BM25``:
-passage evidence plus document evidence (Callan 1994), so that a chunk of a document that is
-about the query as a whole outranks an equally matching chunk of one that only mentions it.
-``doc_weight`` (``RAG_BM25_DOC_WEIGHT``) was chosen on SciFact train; the figures are in
-docs/BENCHMARKS.md.
+Beside the chunk rows it keeps one row per document (each document's chunk tokens together). A
+chunk that matches the query scores ``chunk BM25 + doc_weight x document BM25``: passage evidence
+plus document evidence (Callan 1994), so that a chunk of a document that is about the query as a
+whole outranks an equally matching chunk of one that only mentions it. ``doc_weight``
+(``RAG_BM25_DOC_WEIGHT``) was chosen on SciFact train; the figures are in docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import fcntl
-import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
-import bm25s
 import numpy as np
 
-from rag.records import ChunkRecord, TermStats
+from rag.records import TermStats
 from rag.store.numerals import canonical, figure_spellings, is_figure, number_pattern, spelled_number
+from rag.store.postings import Scorer
+from rag.store.segments import Manifest, Segment, SegmentStore
 from rag.store.tokenize import tokenize
 
 log = logging.getLogger(__name__)
-logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
-FORMAT = 3  # 2: chunk index + document index; 3: + each chunk's indexed text (answerability look-ups)
 NEAR_CUTOFF = 0.8  # difflib ratio above which an absent word is read as a misspelling of an indexed one
 _CJK_TERM = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -64,75 +61,93 @@ class SparseProbe:
 
 
 class BM25Index:
-    """Immutable once built; ``search`` is thread-safe."""
+    """Immutable once built; ``search`` is thread-safe. Rows are numbered segment after segment,
+    masked ones included (they score 0 and are never returned); ``ids`` lists the live ones."""
 
-    def __init__(
-        self,
-        retriever: bm25s.BM25 | None,
-        ids: list[str],
-        version: int,
-        docs: bm25s.BM25 | None = None,
-        texts: list[str] | None = None,
-    ) -> None:
-        self._retriever = retriever
-        self.texts = texts if texts is not None else [""] * len(ids)  # the indexed text of each chunk
-        self._latin_vocab: dict[int, list[str]] | None = None  # indexed English words by length
-        self._docs = docs  # one row per document, in order of first appearance in ``ids``
-        self.ids = ids
+    def __init__(self, segments: Sequence[Segment], version: int, dead: frozenset[str] = frozenset()) -> None:
+        self.segments = tuple(segments)
         self.version = version
-        owners = [ChunkRecord.doc_of(cid) for cid in ids]
-        rows = {d: i for i, d in enumerate(dict.fromkeys(owners))}
-        self._chunk_doc = np.array([rows[d] for d in owners], dtype=np.int64)
-        self._doc_rows: dict[str, list[int]] | None = None  # built on the first filtered search
-        self._row: dict[str, int] | None = None  # chunk id -> row, built on the first probe
-
-    def _rows_of(self, doc_ids: set[str]) -> list[int]:
-        if self._doc_rows is None:
-            rows: dict[str, list[int]] = {}
-            for i, cid in enumerate(self.ids):
-                rows.setdefault(ChunkRecord.doc_of(cid), []).append(i)
-            self._doc_rows = rows
-        return [i for d in doc_ids for i in self._doc_rows.get(d, ())]
+        self.dead = frozenset(dead)
+        lives = [s.live(self.dead) for s in self.segments]
+        self._chunks = Scorer([s.chunks for s in self.segments], [chunks for chunks, _ in lives])
+        self._docs = Scorer([s.docs for s in self.segments], [docs for _, docs in lives])
+        shifted = [s.chunk_rev + off for s, off in zip(self.segments, self._docs.offsets, strict=False)]
+        self._chunk_doc = np.concatenate(shifted) if shifted else np.zeros(0, np.int64)
+        self._latin_vocab: dict[int, list[str]] | None = None  # live English words by length
 
     @classmethod
     def build(cls, items: Iterable[tuple[str, str]], version: int) -> BM25Index:
-        ids, tokens, texts = [], [], []
-        doc_tokens: dict[str, list[str]] = {}
-        for chunk_id, text in items:
-            ids.append(chunk_id)
-            texts.append(text)
-            tokens.append(tokenize(text))
-            doc_tokens.setdefault(ChunkRecord.doc_of(chunk_id), []).extend(tokens[-1])
-        if not ids:
-            return cls(None, [], version)
-        retriever = bm25s.BM25()  # Lucene variant, k1=1.5, b=0.75
-        retriever.index(tokens, show_progress=False)
-        docs = bm25s.BM25()
-        docs.index(list(doc_tokens.values()), show_progress=False)
-        return cls(retriever, ids, version, docs, texts)
+        """One segment over ``items`` (chunk id, indexed text)."""
+        return cls([Segment.build("seg-000001", items)], version)
+
+    @cached_property
+    def _all_ids(self) -> list[str]:
+        return [c for s in self.segments for c in s.ids]
+
+    @cached_property
+    def _all_texts(self) -> list[str]:
+        return [t for s in self.segments for t in s.texts]
+
+    @cached_property
+    def _order(self) -> list[int]:
+        """Live rows in chunk id order."""
+        ids = self._all_ids
+        return sorted(np.flatnonzero(self._chunks.live).tolist(), key=ids.__getitem__)
+
+    @property
+    def ids(self) -> list[str]:
+        """The live chunk ids, sorted."""
+        return [self._all_ids[i] for i in self._order]
+
+    @property
+    def texts(self) -> list[str]:
+        """The indexed text of each of ``ids``."""
+        return [self._all_texts[i] for i in self._order]
+
+    def __len__(self) -> int:
+        return self._chunks.n
+
+    def _row(self, chunk_id: str) -> int | None:
+        for seg, offset in zip(self.segments, self._chunks.offsets, strict=False):
+            row = seg.row_of.get(chunk_id)
+            if row is not None and self._chunks.live[offset + row]:
+                return int(offset + row)
+        return None
+
+    def _rows_of(self, doc_ids: set[str]) -> np.ndarray:
+        """The live rows of ``doc_ids``' chunks."""
+        parts = [
+            rows + offset
+            for seg, offset in zip(self.segments, self._chunks.offsets, strict=False)
+            for d in doc_ids
+            if (rows := seg.rows_by_doc.get(d)) is not None
+        ]
+        rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return rows[self._chunks.live[rows]]
 
     def search(self, query: str, k: int, doc_ids: set[str] | None = None, doc_weight: float = 0.0) -> list[SparseHit]:
         """The ``k`` best chunks with a positive score, only from ``doc_ids`` when given; with
         ``doc_weight`` a matching chunk's score adds that share of its document's score."""
-        if self._retriever is None or k <= 0:
+        if not self._chunks.n or k <= 0:
             return []
         q = tokenize(query)
-        if not q or not any(t in self._retriever.vocab_dict for t in q):
+        if not q or not any(self._chunks.knows(t) for t in q):
             return []
         scores = self._scores(q, doc_ids, doc_weight)
-        k = min(k, len(self.ids))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [SparseHit(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+        k = min(k, len(scores))
+        cut = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        ids = self._all_ids  # equal scores in chunk id order, however the rows are laid out
+        top = sorted(np.flatnonzero((scores >= cut) & (scores > 0)), key=lambda i: (-scores[i], ids[i]))[:k]
+        return [SparseHit(ids[i], float(scores[i])) for i in top]
 
     def _scores(self, q: list[str], doc_ids: set[str] | None, doc_weight: float) -> np.ndarray:
-        """bm25s's score of every chunk for the tokens ``q`` (document evidence added, scope masked)."""
-        scores = self._retriever.get_scores(q)
-        if doc_weight and self._docs is not None:
-            doc_scores = self._docs.get_scores(q)[self._chunk_doc]
-            scores = np.where(scores > 0, scores + doc_weight * doc_scores, 0.0).astype(scores.dtype)
+        """The BM25 score of every row for the tokens ``q`` (document evidence added, scope masked)."""
+        scores = self._chunks.scores(q)
+        if doc_weight and self._docs.n:
+            doc_scores = self._docs.scores(q)[self._chunk_doc]
+            scores = np.where(scores > 0, scores + doc_weight * doc_scores, 0.0)
         if doc_ids is not None:
-            mask = np.zeros(len(self.ids), dtype=scores.dtype)
+            mask = np.zeros(len(scores), dtype=scores.dtype)
             mask[self._rows_of(doc_ids)] = 1
             scores = scores * mask
         return scores
@@ -141,59 +156,55 @@ class BM25Index:
         """The BM25 score of each of ``chunk_ids`` for ``query`` (0 for a chunk not in the index)."""
         q = tokenize(query)
         out = np.zeros(len(chunk_ids), dtype=np.float64)
-        if self._retriever is None or not any(t in self._retriever.vocab_dict for t in q):
+        if not any(self._chunks.knows(t) for t in q):
             return out
         scores = self._scores(q, None, doc_weight)
         for i, cid in enumerate(chunk_ids):
-            if self.has(cid):
-                out[i] = float(scores[self._row[cid]])
+            if (row := self._row(cid)) is not None:
+                out[i] = float(scores[row])
         return out
 
     def has(self, chunk_id: str) -> bool:
         """Whether ``chunk_id`` is in this index (an active chunk when it was built)."""
-        if self._row is None:
-            self._row = {cid: i for i, cid in enumerate(self.ids)}
-        return chunk_id in self._row
+        return self._row(chunk_id) is not None
 
     def probe(self, query: str, chunk_id: str, doc_ids: set[str] | None = None, doc_weight: float = 0.0) -> SparseProbe:
-        """Where ``chunk_id`` stands in the full BM25 order for ``query``: bm25s scores every chunk
-        for a query anyway, so the rank beyond ``k`` costs one comparison over that vector."""
-        if not self.has(chunk_id):
+        """Where ``chunk_id`` stands in the full BM25 order for ``query``: every chunk is scored for
+        a query anyway, so the rank beyond ``k`` costs one comparison over that vector."""
+        row = self._row(chunk_id)
+        if row is None:
             raise ValueError(f"chunk {chunk_id!r} is not in the BM25 index")
         q = tokenize(query)
-        known = [t for t in q if self._retriever is not None and t in self._retriever.vocab_dict]
+        known = [t for t in q if self._chunks.knows(t)]
         missing = tuple(dict.fromkeys(t for t in q if t not in known))
         if not known:
             return SparseProbe(chunk_id, None, 0.0, 0, {}, missing)
         scores = self._scores(q, doc_ids, doc_weight)
-        row = self._row[chunk_id]
         score = float(scores[row])
         terms = self.term_scores(query, [chunk_id], doc_weight)[chunk_id]
-        lacks = [t for t in dict.fromkeys(known) if self._retriever.get_scores([t])[row] <= 0]
+        lacks = [t for t in dict.fromkeys(known) if row not in self._chunks.postings(t)[0]]
         rank = 1 + int((scores > scores[row]).sum()) if score > 0 else None
         return SparseProbe(chunk_id, rank, score, int((scores > 0).sum()), terms, missing + tuple(lacks))
 
     def term_scores(self, query: str, chunk_ids: Iterable[str], doc_weight: float = 0.0) -> dict[str, dict[str, float]]:
         """Each query term's contribution to each chunk's BM25 score (terms it lacks left out).
 
-        The query is scored one term at a time with bm25s's own ``get_scores`` (BM25 is a sum over
-        query tokens, so the parts add up to the full score); a chunk's document part is added
-        only where the whole query matches the chunk, as in ``search``."""
-        chunk_ids = [c for c in chunk_ids if self.has(c)]
-        out: dict[str, dict[str, float]] = {c: {} for c in chunk_ids}
-        if self._retriever is None or not chunk_ids:
+        The query is scored one term at a time (BM25 is a sum over query tokens, so the parts add
+        up to the full score); a chunk's document part is added only where the whole query matches
+        the chunk, as in ``search``."""
+        found = {c: row for c in chunk_ids if (row := self._row(c)) is not None}
+        out: dict[str, dict[str, float]] = {c: {} for c in found}
+        q = [t for t in tokenize(query) if self._chunks.knows(t)]
+        if not found or not q:
             return out
-        q = [t for t in tokenize(query) if t in self._retriever.vocab_dict]
-        if not q:
-            return out
-        rows = np.array([self._row[c] for c in chunk_ids], dtype=np.int64)
-        matched = self._retriever.get_scores(q)[rows] > 0
+        rows = np.array(list(found.values()), dtype=np.int64)
+        matched = self._chunks.scores(q)[rows] > 0
         for term, count in Counter(q).items():
-            part = self._retriever.get_scores([term])[rows].astype(np.float64)
-            if doc_weight and self._docs is not None:
-                doc_part = self._docs.get_scores([term])[self._chunk_doc[rows]]
+            part = self._chunks.scores([term])[rows]
+            if doc_weight and self._docs.n:
+                doc_part = self._docs.scores([term])[self._chunk_doc[rows]]
                 part = part + np.where(matched, doc_weight * doc_part, 0.0)
-            for cid, value in zip(chunk_ids, part * count, strict=True):
+            for cid, value in zip(found, part * count, strict=True):
                 if value > 0:
                     out[cid][term] = float(value)
         return out
@@ -204,13 +215,13 @@ class BM25Index:
         ``near``: also look for how an absent term is present after all (``_near``; it scans the
         scope, so counts of synonyms skip it)."""
         terms = list(dict.fromkeys(terms))
-        if self._retriever is None:
+        if not self._chunks.n:
             return TermStats(0, dict.fromkeys(terms, 0))
-        rows = None if doc_ids is None else np.zeros(len(self.ids), dtype=bool)
+        rows = None if doc_ids is None else np.zeros(self._chunks.n_rows, dtype=bool)
         if rows is not None:
             rows[self._rows_of(doc_ids)] = True
         df = {term: self._df(term, rows) for term in terms}
-        scope = len(self.ids) if rows is None else int(rows.sum())
+        scope = self._chunks.n if rows is None else int(rows.sum())
         if not near:
             return TermStats(scope, df)
         found = {t: v for t in terms if df[t] == 0 and (v := self._near(t, rows))}
@@ -223,11 +234,7 @@ class BM25Index:
         return TermStats(scope, df, found)
 
     def _df(self, term: str, rows: np.ndarray | None) -> int:
-        tid = self._retriever.vocab_dict.get(term)
-        if tid is None:
-            return 0
-        postings = self._retriever.scores
-        chunks = postings["indices"][postings["indptr"][tid] : postings["indptr"][tid + 1]]
+        chunks = self._chunks.postings(term)[0]
         return int(len(chunks) if rows is None else rows[chunks].sum())
 
     def _near(self, term: str, rows: np.ndarray | None) -> str:
@@ -235,22 +242,19 @@ class BM25Index:
         text (a CJK word jieba cut differently there), the number it spells as the scope writes it
         ("六百" as "600", "十二月" as "12 月"), or a close spelling of an indexed English word (a
         typo); '' when none."""
-        scope = range(len(self.ids)) if rows is None else np.flatnonzero(rows)
+        texts = self._all_texts
+        scope = np.flatnonzero(self._chunks.live if rows is None else rows)
         if _CJK_TERM.search(term):
-            if any(term in self.texts[i] for i in scope):
+            if any(term in texts[i] for i in scope):
                 return term
             number = spelled_number(term)  # "六百块" where the documents write "600 元"
             if number is None:
                 return ""
             spellings, found = figure_spellings(term, number), number_pattern(number).search
-            held = (t for i in scope if any(s in (t := self.texts[i]) for s in spellings))
+            held = (t for i in scope if any(s in (t := texts[i]) for s in spellings))
             return number if any(found(canonical(t)) for t in held) else ""
         if self._latin_vocab is None:
-            by_len: dict[int, list[str]] = {}
-            for w in self._retriever.vocab_dict:
-                if w and not _CJK_TERM.search(w):
-                    by_len.setdefault(len(w), []).append(w)
-            self._latin_vocab = by_len
+            self._latin_vocab = self._live_latin_words()
         # a difflib ratio >= 0.8 needs the lengths within a factor 1.5 of each other: only those are compared
         n = len(term)
         pool = [w for k in range(-(-2 * n // 3), 3 * n // 2 + 1) for w in self._latin_vocab.get(k, ())]
@@ -259,59 +263,47 @@ class BM25Index:
                 return variant
         return ""
 
-    def save(self, directory: Path) -> None:
-        """Write atomically: build in a temp dir, then swap it in under the directory's lock.
+    def _live_latin_words(self) -> dict[int, list[str]]:
+        """The English words of live chunks, by length (for ``_near``'s look for a misspelling)."""
+        words: set[str] = set()
+        for seg, live in zip(self.segments, self._chunks.live_parts, strict=True):
+            words.update(seg.chunks.live_terms(live))
+        by_len: dict[int, list[str]] = {}
+        for w in sorted(words):
+            if w and not _CJK_TERM.search(w):
+                by_len.setdefault(len(w), []).append(w)
+        return by_len
 
-        A crash can leave ``<dir>.old`` behind (after the swap, before its removal); it is removed
-        before the next swap, else renaming onto it would fail for ever ("Directory not empty").
-        """
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".bm25-", dir=directory.parent))
-        if self._retriever is not None:
-            self._retriever.save(str(tmp), show_progress=False)
-        if self._docs is not None:
-            self._docs.save(str(tmp / "docs"), show_progress=False)
-        meta = {"format": FORMAT, "version": self.version, "ids": self.ids, "texts": self.texts}
-        (tmp / "ragscope.json").write_text(json.dumps(meta))
-        old = directory.with_name(directory.name + ".old")
-        with _dir_lock(directory, fcntl.LOCK_EX):
-            shutil.rmtree(old, ignore_errors=True)
-            if directory.exists():
-                os.replace(directory, old)
-            os.replace(tmp, directory)
-            shutil.rmtree(old, ignore_errors=True)
+    # -- files ---------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        """Write this index as the directory's whole content (its segments under fresh names,
+        then the manifest, then the old files removed: a crash leaves the old index or this one)."""
+        store = SegmentStore(directory)
+        with store.lock(fcntl.LOCK_EX):
+            manifest = Manifest(self.version, next_id=(store.read() or Manifest(0)).next_id)
+            names = []
+            for seg in self.segments:
+                manifest, name = manifest.named()
+                store.write(dataclasses.replace(seg, name=name))
+                names.append(name)
+            manifest = Manifest(self.version, tuple(names), self.dead & self._rev_keys(), manifest.next_id)
+            store.commit(manifest, "save")
+            store.collect_garbage(manifest)
+
+    def _rev_keys(self) -> frozenset[str]:
+        return frozenset(k for s in self.segments for k in s.rev_keys)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index | None:
-        """The saved index, or None when missing or unreadable (the caller rebuilds).
-
-        Reads under a shared lock so that a concurrent ``save`` (another thread or process) can't
-        swap the files between reading the ids and the matrix (which would pair ids with the wrong rows).
-        """
-        if not (directory / "ragscope.json").exists():
-            return None
-        try:
-            with _dir_lock(directory, fcntl.LOCK_SH):
-                meta = json.loads((directory / "ragscope.json").read_text())
-                if meta.get("format") != FORMAT:
-                    log.info("BM25 index at %s is an older format; it will be rebuilt", directory)
-                    return None
-                retriever = docs = None
-                if meta["ids"]:
-                    retriever = bm25s.BM25.load(str(directory), show_progress=False)
-                    docs = bm25s.BM25.load(str(directory / "docs"), show_progress=False)
-        except (OSError, ValueError, KeyError) as exc:
-            log.warning("BM25 index at %s unreadable (%s); it will be rebuilt", directory, exc)
-            return None
-        return cls(retriever, list(meta["ids"]), int(meta["version"]), docs, list(meta["texts"]))
-
-
-@contextmanager
-def _dir_lock(directory: Path, mode: int) -> Iterator[None]:
-    """An advisory lock beside ``directory`` (exclusive for swaps, shared for reads), across processes."""
-    with open(directory.with_name(f".{directory.name}.lock"), "a") as fh:
-        fcntl.flock(fh, mode)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        """The saved index, or None when missing or unreadable (the caller rebuilds). Reads under a
+        shared lock, so that a concurrent write can't remove a segment between manifest and read."""
+        store = SegmentStore(directory)
+        with store.lock(fcntl.LOCK_SH):
+            manifest = store.read()
+            if manifest is None:
+                return None
+            try:
+                return cls(store.segments(manifest), manifest.version, manifest.dead)
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("BM25 index at %s unreadable (%s); it will be rebuilt", directory, exc)
+                return None
