@@ -13,6 +13,7 @@ import streamlit as st
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from appkit import auth  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.errors import RagError  # noqa: E402
 from rag.views.highlight import md_escape  # noqa: E402
@@ -72,10 +73,17 @@ def llm_text() -> str:
     return str(llm_label(s, llm()))
 
 
-def kb_names() -> list[str]:
-    from rag.kb import catalog_for
+def user():
+    """Who is using the app (the local owner when sign-in is off); see ``appkit.auth``."""
+    return auth.principal()
 
-    return catalog_for(settings()).kb_names()
+
+def kb_names() -> list[str]:
+    """The knowledge bases the user may read."""
+    from rag.kb import catalog_for
+    from rag.store.access import readable_kbs
+
+    return readable_kbs(catalog_for(settings()), user())
 
 
 def ensure_demo() -> None:
@@ -84,6 +92,9 @@ def ensure_demo() -> None:
         return
     from rag.demo import DEMO_KB, demo_files, ensure_demo_kb
 
+    if not user().local:  # with sign-in on, the server's owner builds it (`python -m rag demo`)
+        st.session_state["_demo_checked"] = True
+        return
     if DEMO_KB not in kb_names() or not knowledge_base(DEMO_KB).documents():
         with st.status("Building the demo knowledge base (first start only)…", expanded=False) as status:
             bar = st.progress(0.0)
@@ -107,11 +118,15 @@ def ensure_demo() -> None:
 
 def current_kb():
     """The knowledge base chosen in the sidebar (or None when none exist yet)."""
+    from rag.store.access import Action
+
     name = st.session_state.get("kb")
     if not name:
         return None
     try:
-        return knowledge_base(name)
+        kb = knowledge_base(name)
+        kb.require(user(), Action.READ)  # a crafted URL or session value opens nothing else
+        return kb
     except RagError as exc:
         show_error(exc)
         st.stop()
@@ -152,17 +167,35 @@ def _create_kb() -> None:
     if not name:
         return
     try:
-        knowledge_base(name)
+        _create(name)
         st.session_state["kb_choice"] = name
         st.session_state["kb"] = name
     except RagError as exc:
         st.session_state["_kb_error"] = str(exc)
 
 
+def _create(name: str) -> None:
+    """Open ``name`` for the user, creating it (theirs to own) when it does not exist yet."""
+    from rag.kb import KnowledgeBase, catalog_for, validate_kb_name
+    from rag.store.access import Action, require
+
+    catalog = catalog_for(settings())
+    if catalog.kb(validate_kb_name(name)) is not None:
+        require(catalog, name, user(), Action.READ)
+    elif not user().local:
+        KnowledgeBase(name, settings(), embedder(), creator=user())
+    knowledge_base(name)
+
+
 def page_setup() -> None:
     """Every page starts here, so it renders the same whether app.py's ``st.navigation`` ran it or
     Streamlit's ``pages/`` folder mode did (a fresh server serves a deep link straight from pages/)."""
     st.set_page_config(page_title="Ragscope", page_icon="🔎", layout="wide")
+    try:
+        user()  # with sign-in on and no one signed in, the page ends at the sign-in
+    except RagError as exc:
+        show_error(exc)
+        st.stop()
     ensure_demo()
     warm_up_reader()
     sidebar()
@@ -189,6 +222,7 @@ def sidebar() -> None:
     names = kb_names()
     _pick_kb(names)
     with st.sidebar:
+        auth.sign_out_control(user())
         if names:
             st.selectbox("Knowledge base", names, key="kb", on_change=_kb_changed)
             st.query_params["kb"] = st.session_state["kb"]  # links to this page keep the knowledge base

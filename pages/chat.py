@@ -41,10 +41,10 @@ def _picked_conversation() -> None:
 def _conversation_options() -> dict[str, str]:
     """The picker's options; the current conversation (kept in a plain key: the widget's state is
     dropped on other pages) comes from the URL on a fresh visit, else it is a new one."""
-    order = [c for c in ask.conversations(kb) if c != INSPECTOR_CONVERSATION]
+    order = [c for c in ask.conversations(kb, appkit.user()) if c != INSPECTOR_CONVERSATION]
     wanted = st.session_state.get("_conversation", st.query_params.get("c", NEW_CONVERSATION))
     current = st.session_state["conversation"] = st.session_state["_conversation"] = current_conversation(wanted, order)
-    return conversation_choices(current, order, ask.recent_turns(kb, 500))
+    return conversation_choices(current, order, ask.recent_turns(kb, 500, appkit.user()))
 
 
 def _cards(evidence, expanded: bool = False) -> None:
@@ -99,7 +99,7 @@ def _turn(turn) -> None:
     with st.chat_message("user"):
         st.markdown(md_escape(turn.question))
     with st.chat_message("assistant"):
-        trace = ask.load_trace(kb, turn.trace_id)
+        trace = ask.load_trace(kb, turn.trace_id, appkit.user())
         _changed_sources(turn, trace)
         if trace is not None and trace.evidence():
             _cards(trace.evidence())
@@ -128,7 +128,9 @@ def _ask(question: str, conversation: str) -> bool:
         cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
         view = AnswerStream()
         try:
-            for event in ask.stream_ask(kb, question, appkit.settings(), appkit.llm(), conversation):
+            for event in ask.stream_ask(
+                kb, question, appkit.settings(), appkit.llm(), conversation, principal=appkit.user()
+            ):
                 if isinstance(event, ask.TraceReady):
                     ms = event.trace.timings_ms.get("total", 0)
                     status.update(label=f"Retrieved in {ms:.0f} ms", state="complete")
@@ -160,7 +162,7 @@ if conversation:
 else:
     st.query_params.pop("c", None)
 
-history = ask.history(kb, conversation) if conversation else []
+history = ask.history(kb, conversation, appkit.user()) if conversation else []
 for past in history:
     _turn(past)
 

@@ -53,7 +53,7 @@ def _run(path: Path, configs: list[dict], answers: bool) -> None:
 
         try:
             settings = appkit.settings().replace(**overrides)
-            run = run_goldset(kb, path, settings, appkit.llm(), progress, answers=answers)
+            run = run_goldset(kb, path, settings, appkit.llm(), progress, answers=answers, principal=appkit.user())
         except Exception as exc:  # shown with its fix
             appkit.show_error(exc)
             return
@@ -88,7 +88,7 @@ def _setup() -> None:
 
 
 def _pick_runs() -> list:
-    infos = list_runs(kb)
+    infos = list_runs(kb, appkit.user())
     if not infos:
         st.info("No runs yet. Run an evaluation above.")
         st.stop()
@@ -102,7 +102,7 @@ def _pick_runs() -> list:
     picked = st.multiselect(
         "Runs to show (pick two to compare)", ids, format_func=labels.get, max_selections=2, key="eval_pick"
     )
-    return [load_run(kb, r) for r in picked]
+    return [load_run(kb, r, appkit.user()) for r in picked]
 
 
 def _questions(runs: list, level: str) -> None:

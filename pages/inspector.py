@@ -26,7 +26,7 @@ def _targets() -> dict[str, str]:
     trace_id = st.query_params.get("trace")
     if trace_id and not st.query_params.get("turn"):
         options[f"trace:{trace_id}"] = f"Trace {trace_id} (opened from a link)"
-    for t in ask.recent_turns(kb, 200):
+    for t in ask.recent_turns(kb, 200, appkit.user()):
         where = "Inspector" if t.conversation == INSPECTOR_CONVERSATION else "Chat"
         options[f"turn:{t.id}"] = (
             f"{t.question[:90]} · {t.outcome.value} · {where} · {t.created_at[:16].replace('T', ' ')}"
@@ -53,7 +53,9 @@ def _ask_new() -> None:
     if go and question.strip():
         try:
             with st.spinner("Retrieving and answering…"):
-                turn, _ = ask.ask(kb, question, appkit.settings(), appkit.llm(), INSPECTOR_CONVERSATION)
+                turn, _ = ask.ask(
+                    kb, question, appkit.settings(), appkit.llm(), INSPECTOR_CONVERSATION, principal=appkit.user()
+                )
         except Exception as exc:  # shown with its fix
             appkit.show_error(exc)
             return
@@ -75,8 +77,8 @@ def _follow_in_url(target: str) -> None:
 
 def _load(target: str):
     kind, _, ident = target.partition(":")
-    turn = ask.get_turn(kb, ident) if kind == "turn" else None
-    trace = ask.load_trace(kb, turn.trace_id if turn else ident)
+    turn = ask.get_turn(kb, ident, appkit.user()) if kind == "turn" else None
+    trace = ask.load_trace(kb, turn.trace_id if turn else ident, appkit.user())
     return turn, trace
 
 

@@ -6,6 +6,7 @@ import appkit
 from appkit.widgets import column_config
 from rag.ingest.pipeline import UploadItem
 from rag.ingest.safety import SUPPORTED_EXTENSIONS
+from rag.store.access import Action
 from rag.views.documents import DOCUMENT_COLUMNS, documents_frame
 from rag.views.highlight import md_escape
 
@@ -31,7 +32,7 @@ def _ingest(files, tags: str, doc_date: str) -> None:
                 bars[name].progress(min(1.0, (step + fraction) / len(STAGES)), text=md_escape(f"{name}: {stage}"))
 
         try:
-            results = kb.ingest(items, progress=progress)
+            results = kb.ingest(items, progress=progress, principal=appkit.user())
         except Exception as exc:  # the batch could not be written; the knowledge base is unchanged
             appkit.show_error(exc)
             results = []
@@ -103,7 +104,7 @@ def _delete(docs) -> None:
         )
         if st.button("Delete", key="delete_button", disabled=not confirm, type="primary"):
             try:
-                kb.delete(target)
+                kb.delete(target, principal=appkit.user())
             except Exception as exc:  # shown with its fix
                 appkit.show_error(exc)
                 return
@@ -111,7 +112,9 @@ def _delete(docs) -> None:
             st.rerun()
 
 
-_upload_form()
+may_edit = appkit.auth.allowed_here(kb, Action.UPLOAD)  # else the refusal, naming the role it needs
+if may_edit:
+    _upload_form()
 _results()
 docs = kb.documents()
 st.subheader(f"Documents ({len(docs)})")
@@ -120,4 +123,6 @@ if not docs:
     st.stop()
 _table(docs)
 _preview(docs)
-_delete(docs)
+if may_edit:
+    _delete(docs)
+appkit.auth.audit_panel(kb)
