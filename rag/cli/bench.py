@@ -1,4 +1,4 @@
-"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,pages,parse}`: benchmarks that print figures (rag.bench)."""
+"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,scale,pages,parse}`: benchmarks that print figures (rag.bench)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ def add_parsers(sub) -> None:
     from rag.bench.citations import add_citations_parser
     from rag.bench.latency import add_query_parser
     from rag.bench.refusal import add_refusal_parser
+    from rag.bench.scale import add_scale_parser
 
     add_beir_parser(bsub)
     add_query_parser(bsub)
     add_ask_parser(bsub)
     add_refusal_parser(bsub)
     add_citations_parser(bsub)
+    add_scale_parser(bsub)
     p = bsub.add_parser("pages", help="time from navigation to a rendered page, in Chromium (warm models)")
     p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")
