@@ -16,7 +16,7 @@ import os
 
 import streamlit as st
 
-from rag.errors import ConfigError, PermissionDenied, RagError
+from rag.errors import ConfigError, PermissionDenied, RagError, SignInFailed
 from rag.store.access import LOCAL_OWNER, Action, Principal
 from rag.views.highlight import md_escape
 
@@ -46,17 +46,54 @@ def principal() -> Principal:
     st.stop()
 
 
+# What `st.login()` (the default provider) needs in secrets.toml's [auth] table.
+OIDC_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url")
+
+
 def _oidc_principal() -> Principal:
-    if not st.user.is_logged_in:
-        st.title("Ragscope")
-        st.info("Sign in to see the knowledge bases you are a member of.")
-        st.button("Sign in", key="oidc_login", type="primary", on_click=st.login)
+    if not st.user.get("is_logged_in"):  # absent, not False, where no auth cookie can exist (AppTest)
+        _oidc_sign_in()
         st.stop()
-    ident = str(st.user.get("email") or st.user.get("sub") or "")
+    return oidc_principal(st.user.to_dict())
+
+
+def oidc_principal(claims: dict) -> Principal:
+    """The principal for an identity provider's claims: keyed by the e-mail it vouches for, by its
+    ``sub`` when it sends none or says the e-mail is not verified (so an unverified address never
+    inherits the memberships of whoever owns it)."""
+    email = str(claims.get("email") or "").strip()
+    if claims.get("email_verified") is False:
+        email = ""
+    ident = email or str(claims.get("sub") or "").strip()
     if not ident:
-        st.error("The identity provider sent neither an e-mail nor a subject; ask its administrator.")
-        st.stop()
-    return Principal(ident, str(st.user.get("name") or ident))
+        raise SignInFailed(
+            "The identity provider sent neither an e-mail nor a subject (sub) for this user.",
+            fix="Ask its administrator to include the 'email' or 'sub' claim in the ID token.",
+        )
+    return Principal(ident, str(claims.get("name") or ident))
+
+
+def _oidc_sign_in() -> None:
+    st.title("Ragscope")
+    missing = _oidc_config_missing()
+    if missing:
+        st.error(
+            f"RAG_AUTH=oidc, but `.streamlit/secrets.toml` has no {', '.join(missing)} under `[auth]`. "
+            "Add them (README: Sign-in) and restart the app.",
+            icon=":material/lock:",
+        )
+        return
+    st.info("Sign in to see the knowledge bases you are a member of.")
+    st.button("Sign in", key="oidc_login", type="primary", on_click=st.login)
+
+
+def _oidc_config_missing() -> list[str]:
+    """The [auth] keys st.login needs that the secrets lack (all of them when there are no secrets)."""
+    try:
+        auth = st.secrets.get("auth") or {}
+    except FileNotFoundError:  # no secrets.toml at all (StreamlitSecretNotFoundError)
+        auth = {}
+    return [f"`{k}`" for k in OIDC_KEYS if not auth.get(k)]
 
 
 def _password_form() -> None:

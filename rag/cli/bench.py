@@ -1,4 +1,4 @@
-"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,scale,pages,parse}`: benchmarks that print figures (rag.bench)."""
+"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,scale,pages,signin,parse}`: benchmarks that print figures (rag.bench)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ def add_parsers(sub) -> None:
     from rag.bench.latency import add_query_parser
     from rag.bench.refusal import add_refusal_parser
     from rag.bench.scale import add_scale_parser
+    from rag.bench.signin import add_signin_parser
 
     add_beir_parser(bsub)
     add_query_parser(bsub)
@@ -27,6 +28,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--repeat", type=int, default=5, help="timed navigations per page")
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")
     p.set_defaults(func=_bench_pages)
+    add_signin_parser(bsub)
     from rag.bench.parse import add_parser as add_parse_parser
 
     add_parse_parser(bsub)
