@@ -133,3 +133,34 @@ def test_a_refusal_is_one_line_and_exit_status_2(tmp_path):
         "error: 'mallory' may not delete documents in knowledge base 'ops': that needs the editor role, and "
         "'mallory' is not a member. Ask an owner of 'ops' to run `python -m rag members --kb ops add mallory editor`."
     ]
+
+
+def test_delete_kb_is_for_owners_asks_for_yes_and_keeps_the_audit_trail(cli):
+    policy = str(cli.dir / "policy.md")
+    assert cli("--user", "alice", "ingest", policy, "--kb", "ops")[0] == 0
+    assert cli("--user", "alice", "members", "--kb", "ops", "add", "bob", "editor")[0] == 0
+    code, _, err = cli("--user", "bob", "delete-kb", "--kb", "ops", "--yes")
+    assert code == 2 and "may not delete the knowledge base in knowledge base 'ops'" in err
+    assert "needs the owner role, and 'bob' is editor" in err
+    code, _, err = cli("--user", "alice", "delete-kb", "--kb", "ops")  # no --yes: nothing happens
+    assert code == 2 and "python -m rag delete-kb --kb ops --yes" in err
+    assert "policy.md" in cli("--user", "alice", "docs", "--kb", "ops")[1]
+
+    code, out, _ = cli("--user", "alice", "delete-kb", "--kb", "ops", "--yes")
+    assert code == 0 and "deleted knowledge base 'ops' (1 documents)" in out
+    settings = Settings.from_env()
+    catalog = catalog_for(settings)
+    assert catalog.kb("ops") is None and catalog.documents("ops") == []
+    assert catalog.q("SELECT count(*) FROM members WHERE kb='ops'")[0][0] == 0
+    from rag.store.vectors import VectorStore
+
+    assert VectorStore(settings, "ops").count() == 0  # its vectors are gone too
+    code, _, err = cli("docs", "--kb", "ops")
+    assert code == 2 and "There is no knowledge base named 'ops'" in err
+    code, _, err = cli("delete-kb", "--kb", "ops", "--yes")
+    assert code == 2 and "There is no knowledge base named 'ops'" in err
+
+    code, out, _ = cli("audit", "--kb", "ops")  # the trail outlives the knowledge base, without its text
+    trail = [json.loads(line) for line in out.splitlines()]
+    assert [(e["user_id"], e["action"]) for e in trail][-1] == ("alice", "kb.delete")
+    assert "front desk" not in out

@@ -25,6 +25,7 @@ ACTIONS: dict[str, Action] = {
     "delete": Action.DELETE_DOCUMENT,
     "search": Action.READ,
     "reindex": Action.REINDEX,
+    "delete-kb": Action.DELETE_KB,
     "ask": Action.ASK,
     "why": Action.INSPECT,
     "eval run": Action.EVALUATE,

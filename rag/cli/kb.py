@@ -1,4 +1,4 @@
-"""`python -m rag {ingest,docs,delete,search,reindex,demo}`: a knowledge base and its documents."""
+"""`python -m rag {ingest,docs,delete,search,reindex,delete-kb,demo}`: a knowledge base and its documents."""
 
 from __future__ import annotations
 
@@ -90,6 +90,23 @@ def cmd_reindex(args) -> int:
     return 0
 
 
+def cmd_delete_kb(args) -> int:
+    """Delete a whole knowledge base (owners): documents, vectors, BM25 index, chats, runs, members.
+    Its audit trail stays, ending with the deletion."""
+    kb = _kb(args)  # one that does not exist says so first
+    if not args.yes:
+        raise RagError(
+            f"Deleting '{args.kb}' removes its documents, index, chats, evaluation runs and members for good"
+            " (its audit trail stays).",
+            fix=f"To go ahead: `python -m rag delete-kb --kb {args.kb} --yes`.",
+        )
+    documents = len(kb.documents())
+    kb.drop(principal=args.principal)
+    print(f"deleted knowledge base '{kb.name}' ({documents} documents); its audit trail stays:"
+          f" `python -m rag audit --kb {kb.name}`")  # fmt: skip
+    return 0
+
+
 def cmd_demo(args) -> int:
     from rag.demo import ensure_demo_kb
 
@@ -125,6 +142,11 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("reindex", help="re-embed every document with the configured embedder")
     add_kb_argument(s)
     s.set_defaults(func=cmd_reindex)
+
+    s = sub.add_parser("delete-kb", help="delete a whole knowledge base (owners; its audit trail stays)")
+    s.add_argument("--kb", required=True, help="the knowledge base to delete (no default: this is for good)")
+    s.add_argument("--yes", action="store_true", help="confirm: nothing of it but the audit trail is kept")
+    s.set_defaults(func=cmd_delete_kb)
 
     s = sub.add_parser("demo", help="build the demo knowledge base")
     s.add_argument("--force", action="store_true")
