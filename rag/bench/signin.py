@@ -9,8 +9,8 @@ claims given here. The app reaches it through Streamlit's own ``st.login``, conf
 ``secrets.toml`` written to a temp dir and named in ``STREAMLIT_SECRETS_FILES``.
 
 For each sign-in mode (``RAG_AUTH`` none, users, oidc) the bench starts ``streamlit run app.py``
-over one data dir (two knowledge bases; the reader is a member of one), warms every page, then
-times ``--repeat`` times:
+over a copy of one data dir (two knowledge bases; the reader is a member of one), signs in, warms
+every page, then takes ``--repeat`` rounds, the modes taking turns within each, and times:
 
 * ``load``: a full browser load of the Chat page (new session) until rendered, signed in: with
   ``oidc`` the session cookie does it; with ``users`` a new session signs in again, so the form
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -31,7 +32,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -179,42 +180,74 @@ def _timed(action) -> float:
     return time.perf_counter() - t
 
 
-def measure_mode(home: Path, mode: str, issuer: str, repeat: int) -> dict[str, list[float]]:
-    """``load``, ``sign-in`` and ``click`` times of one sign-in mode (see the module docstring)."""
+@dataclass
+class Lane:
+    """One sign-in mode under test: its app server (over its own copy of the data dir), its page."""
+
+    mode: str
+    server: AppServer
+    page: object
+    times: dict[str, list[float]] = field(default_factory=lambda: {"load": [], "sign-in": [], "click": []})
+
+    def sign_in(self) -> None:
+        {"users": sign_in_users, "oidc": sign_in_oidc}[self.mode](self.page)
+
+    def warm_up(self) -> None:
+        goto(self.page, self.server.url, 600_000)
+        if self.mode != "none":
+            self.sign_in()
+        for title in ("Upload", "Retrieval Inspector", "Evaluation", "Chat"):  # models, caches, imports
+            click_nav(self.page, title)
+
+    def round(self) -> None:
+        """One timed ``load``, ``sign-in`` (with sign-in on) and ``click`` (see the module docstring)."""
+        page, url, t = self.page, self.server.url, self.times
+        if self.mode == "oidc":
+            page.context.clear_cookies()
+            goto(page, url)
+            t["sign-in"].append(_timed(self.sign_in))
+            t["load"].append(goto(page, url))
+        elif self.mode == "users":
+            form = goto(page, url)  # a new session: the form again
+            t["sign-in"].append(_timed(self.sign_in))
+            t["load"].append(form + t["sign-in"][-1])
+        else:
+            t["load"].append(goto(page, url))
+        click_nav(page, "Upload")
+        t["click"].append(click_nav(page, "Chat"))
+
+
+def measure(home: Path, modes: list[str], issuer: str, repeat: int) -> dict[str, dict[str, list[float]]]:
+    """Every mode's times, the modes taking turns each round (a machine whose load drifts slows
+    them alike); each app has its own copy of ``home`` (embedded Chroma is one process's)."""
     from playwright.sync_api import sync_playwright
 
-    sign_in = {"users": sign_in_users, "oidc": sign_in_oidc}.get(mode)
-    out: dict[str, list[float]] = {"load": [], "sign-in": [], "click": []}
-    server = app_server(home, mode, issuer)
+    servers = []
     try:
+        for mode in modes:
+            copy = home.parent / f"home-{mode}"
+            shutil.copytree(home, copy)
+            servers.append(app_server(copy, mode, issuer))
         with sync_playwright() as pw:
             browser = launch(pw)
-            page = new_page(browser, viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(120_000)
-            keep_on_loopback(page)
-            goto(page, server.url, 600_000)
-            if sign_in:
-                sign_in(page)
-            for title in ("Upload", "Retrieval Inspector", "Evaluation", "Chat"):  # warm-up
-                click_nav(page, title)
+            lanes = [Lane(s.env["RAG_AUTH"], s, _bench_page(browser)) for s in servers]
+            for lane in lanes:
+                lane.warm_up()
             for _ in range(repeat):
-                if mode == "oidc":
-                    page.context.clear_cookies()
-                    goto(page, server.url)
-                    out["sign-in"].append(_timed(lambda: sign_in(page)))
-                    out["load"].append(goto(page, server.url))
-                elif mode == "users":
-                    load = goto(page, server.url)  # a new session: the form again
-                    out["sign-in"].append(_timed(lambda: sign_in(page)))
-                    out["load"].append(load + out["sign-in"][-1])
-                else:
-                    out["load"].append(goto(page, server.url))
-                click_nav(page, "Upload")
-                out["click"].append(click_nav(page, "Chat"))
+                for lane in lanes:
+                    lane.round()
             browser.close()
     finally:
-        server.stop()
-    return out
+        for server in servers:
+            server.stop()
+    return {lane.mode: lane.times for lane in lanes}
+
+
+def _bench_page(browser):
+    page = new_page(browser, viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(120_000)
+    keep_on_loopback(page)
+    return page
 
 
 def report(results: dict[str, dict[str, list[float]]]) -> str:
@@ -235,12 +268,10 @@ def main(args) -> int:
     home = root / "home"
     home.mkdir()
     seed_home(home)
-    results: dict[str, dict[str, list[float]]] = {}
     with oidc_provider() as issuer:
-        for mode in args.modes:
-            results[mode] = measure_mode(home, mode, issuer, args.repeat)
+        results = measure(home, args.modes, issuer, args.repeat)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"Chat page times in seconds, {args.repeat} runs per mode (warm models; RAG_HOME={home})")
+    print(f"Chat page times in seconds, {args.repeat} rounds, the modes taking turns (warm models; data: {home})")
     print(f"machine: {os.cpu_count()} CPUs, load average {load}")
     print(f"identity provider: oidc-provider-mock in this process at {issuer} (st.login, authorization code flow)")
     print("load: full browser load of Chat (new session), signed in; sign-in: sign-in click -> Chat rendered;")
