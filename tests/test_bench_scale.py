@@ -54,7 +54,7 @@ def test_a_tiny_scale_point_builds_queries_and_uploads(settings, corpus):
     assert row["segments"] >= 1 and row["disk_mb"] > 0 and row["serve_rss_mb"] > 0
     lines = []
     scale.report(row | built, out=lines.append)
-    assert "retrieval p50/p95 en" in lines[0] and "20-page upload" in lines[0]
+    assert "recall p50/p95 en" in lines[0] and "20-page upload" in lines[0]
     again = scale.build(settings, chunks, corpus, out=lambda line: None)
     assert again["build_s"] is None  # kept from the first build
 

@@ -42,6 +42,7 @@ SIZES = (1_000, 10_000, 100_000)  # 1_000_000 on request: about ten times the 10
 CHUNKS_PER_DOC = 5
 BATCH_CHUNKS = 5_000  # chunks per ingest call while building (at least a twentieth of the size)
 PAGES = 20
+RECALL = (Stage.EMBED, Stage.DENSE, Stage.BM25, Stage.RRF)
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 
 
@@ -162,13 +163,15 @@ def measure(settings: Settings, size: int, corpus: Corpus, n_queries: int = 30, 
         for q in asked[:5]:
             retrieve(kb, q, settings, persist=False)  # warm: models, Chroma segments
         timings = [retrieve(kb, q, settings, persist=False).timings_ms for q in asked]
-        # retrieval (embed, dense, BM25, RRF, rerank) apart from the answerability readers (per question, not per index)
-        result[f"{lang}_ms"] = latency_summary(t["total"] - t.get(Stage.ANSWERABILITY, 0.0) for t in timings)
+        # recall (query embedding, dense, BM25, RRF): what the index's size costs; then the whole retrieve,
+        # whose reranker and answerability readers read a fixed number of candidates whatever the size
+        result[f"{lang}_ms"] = latency_summary(sum(t.get(s, 0.0) for s in RECALL) for t in timings)
         result[f"{lang}_full_ms"] = latency_summary(t["total"] for t in timings)
     data = corpus.pdf(pages)
     t = time.perf_counter()
     upload = kb.ingest_file("scale-report-20p.pdf", data)
     result |= {"upload_s": time.perf_counter() - t, "upload_chunks": upload.chunks, "upload_ok": upload.ok}
+    result["upload_stages_ms"] = {str(k): round(v) for k, v in upload.timings_ms.items()}
     result["segments"] = len(kb.bm25().segments)
     t = time.perf_counter()
     kb.delete("scale-report-20p.pdf")
@@ -210,8 +213,8 @@ def report(row: dict, out=print) -> None:
     built = f"built in {row['build_s']:.0f} s, " if row.get("build_s") else ""
     out(
         f"{row['size']:>9,} chunks ({row['chunks']:,} indexed, {row['segments']} BM25 segments): "
-        f"retrieval p50/p95 en {en['p50']:.1f}/{en['p95']:.1f} ms, zh {zh['p50']:.1f}/{zh['p95']:.1f} ms "
-        f"(with answerability en {en_all['p50']:.0f}/{en_all['p95']:.0f}, zh {zh_all['p50']:.0f}/{zh_all['p95']:.0f}); "
+        f"recall p50/p95 en {en['p50']:.1f}/{en['p95']:.1f} ms, zh {zh['p50']:.1f}/{zh['p95']:.1f} ms "
+        f"(whole retrieve en {en_all['p50']:.0f}/{en_all['p95']:.0f}, zh {zh_all['p50']:.0f}/{zh_all['p95']:.0f}); "
         f"20-page upload {row['upload_s']:.2f} s ({row['upload_chunks']} chunks), delete {row['delete_s']:.2f} s; "
         f"peak RSS {row['serve_rss_mb']:.0f} MB (build {row['build_rss_mb']:.0f} MB); disk {row['disk_mb']:.0f} MB; "
         f"{built}open {row['open_s']:.1f} s"
