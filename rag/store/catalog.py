@@ -284,7 +284,8 @@ class Catalog:
             conn.execute(sql, args)
 
     def jobs(self, kb: str, limit: int = 50) -> list[sqlite3.Row]:
-        return self.q("SELECT * FROM jobs WHERE kb=? ORDER BY started_at DESC LIMIT ?", kb, limit)
+        """The newest first (two started in the same second: the later-inserted first)."""
+        return self.q("SELECT * FROM jobs WHERE kb=? ORDER BY started_at DESC, rowid DESC LIMIT ?", kb, limit)
 
     # -- traces --------------------------------------------------------------
     def save_trace(self, kb: str, trace_json: str, trace_id: str, question: str, created_at: str) -> None:
