@@ -43,6 +43,17 @@ def test_everyday_words_never_veto_but_rare_ones_do():
     assert vetoing(("money", "entitled", "sabbatical"), "latin") == ["sabbatical"]
 
 
+def test_the_absent_word_is_a_feature_and_refuses_on_its_own_only_for_a_model_that_does_not_weigh_it():
+    stats = TermStats(10, {"week": 1, "year": 1, "ten": 1})
+    chunk = EvidenceChunk("Employees get 25 days of paid holiday each year, ten more after ten years.", 0.9, 1, 1)
+    read = features("How many weeks of sabbatical do I get after ten years?", [chunk], stats)
+    assert read.absent == ("sabbatical",) and read.x["absent_word"] == 1.0
+    assert features("How many days a year?", [chunk], TermStats(10, {"day": 1, "year": 1})).x["absent_word"] == 0.0
+    assert vetoing(read.absent, "latin") == ["sabbatical"]  # the plain model: the rule refuses
+    assert vetoing(read.absent, "latin", weighed=("p_top", "absent_word", "reader")) == []  # the twin weighs it
+    assert vetoing(read.absent, "cjk") == []  # no rule for CJK: jieba's cuts make absence unreliable
+
+
 TEXT = "Employees receive 25 days of paid holiday per calendar year."
 
 

@@ -82,7 +82,7 @@ def measure(rows: Sequence[Row], model: str, removed: str = "") -> Ablation:
     x, y = matrix(list(rows), names)
     p = out_of_fold(x, y, [f"{r.set}:{r.qid}" for r in rows])
     if RULE not in gone:  # the absent-term rule refuses whatever the probability
-        vetoed = np.array([bool(vetoing(r.absent_terms, script, r.question)) for r in rows])
+        vetoed = np.array([bool(vetoing(r.absent_terms, script, r.question, names)) for r in rows])
         p = np.where(vetoed, 0.0, p)
     _, right, false = operating_point(p, y)
     return Ablation(model, removed, len(rows) // 2, round(auc(p, y), 4), round(right, 3), round(false, 3))

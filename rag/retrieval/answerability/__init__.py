@@ -151,6 +151,7 @@ def features(
         "cover_sentence": best_share,
         "kind_missing": float(bool(top) and kind is not AnswerKind.NONE and not carries(kind, best)),
         "agree": float(bool(top) and _agree(top[0])),
+        "absent_word": float(bool(absent_words(absent, question))),
     }
     unheld = tuple(m for m in best_missing if m not in absent)
     readers, window = {}, ""
@@ -272,7 +273,8 @@ def assess(
             thr = 0.0
     else:
         prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
-    veto = vetoing(read.absent, script, question) if thr > 0 else []  # threshold 0: the stage never refuses
+    # threshold 0: the stage never refuses; a model that weighs ``absent_word`` decides on it itself
+    veto = vetoing(read.absent, script, question, model.features) if thr > 0 else []
     ok = bool(ranked) and prob >= thr and not veto
     return Answerability(
         model=model.name,
@@ -296,17 +298,24 @@ def assess(
     )
 
 
-def vetoing(absent: Sequence[str], script: str, question: str = "") -> list[str]:
-    """Absent terms that refuse on their own: ordinary words (a letter then 3+ lower-case letters;
-    for CJK, 2+ ideographs) that no searched chunk contains in any spelling. A rule, not a weight:
-    SciFact's claims, the only English training data, often carry words their corpus never uses
-    even when it answers them, so a fit barely weighs absence, while a user asking an HR policy
-    about 'sabbatical' is told plainly that the documents don't mention it. Measured on the
-    training sets in docs/BENCHMARKS.md."""
-    if script not in VETO_SCRIPTS:
-        return []
+def absent_words(absent: Sequence[str], question: str = "") -> list[str]:
+    """The absent terms that are ordinary words (a letter then 3+ lower-case letters; for CJK, 2+
+    ideographs), not the question's frame: what the ``absent_word`` feature and the absent-term
+    rule read."""
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}  # "how long", "how far": the kind asked
     return [t for t in absent if _VETO_WORD.fullmatch(t) and not _is_frame(t, shaping)]
+
+
+def vetoing(absent: Sequence[str], script: str, question: str = "", weighed: Sequence[str] = ()) -> list[str]:
+    """Absent words (``absent_words``) that refuse on their own, for a model that does not weigh
+    them itself (``absent_word`` among its features ``weighed``: the reader twins, where a reader
+    that finds the answer in other words outweighs a word the documents don't use). A rule for
+    the plain Latin model: SciFact's claims often carry words their corpus never uses even when it
+    answers them, so a fit on them alone barely weighs absence, while a user asking an HR policy
+    about 'sabbatical' is told plainly that the documents don't mention it."""
+    if script not in VETO_SCRIPTS or "absent_word" in weighed:
+        return []
+    return absent_words(absent, question)
 
 
 def _is_frame(term: str, shaping: set[str]) -> bool:

@@ -32,8 +32,9 @@ FEATURES: dict[str, str] = {
     "cover_sentence": "share of the question's term weight held by the best single evidence sentence",
     "kind_missing": "the question asks for a date / number / name and the best sentence holds none",
     "agree": "the best chunk is in the top 5 of both retrievers (dense or e5, and BM25)",
-    "reader": "the answer reader's probability that the best chunk's focus window holds the answer (CJK)",
-    "reader_sentence": "the sentence reader's P(some sentence holds the answer) for the best chunk, read whole (CJK)",
+    "absent_word": "an ordinary word of the question is in no searched chunk, in no spelling, synonym or close phrase",
+    "reader": "the answer reader's probability that the best chunk's focus window holds the answer",
+    "reader_sentence": "the sentence reader's P(some sentence holds the answer) for the best chunk, read whole",
 }
 
 
