@@ -17,6 +17,7 @@ def add_parsers(sub) -> None:
     from rag.bench.refusal import add_refusal_parser
     from rag.bench.scale import add_scale_parser
     from rag.bench.signin import add_signin_parser
+    from rag.bench.soak import add_soak_parser
 
     add_beir_parser(bsub)
     add_query_parser(bsub)
@@ -29,6 +30,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--home", default="", help="data directory (default: RAG_HOME, else a temp dir)")
     p.set_defaults(func=_bench_pages)
     add_signin_parser(bsub)
+    add_soak_parser(bsub)
     from rag.bench.parse import add_parser as add_parse_parser
 
     add_parse_parser(bsub)
