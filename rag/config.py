@@ -86,7 +86,9 @@ class Settings:
     )
     top_n: int = _f(5, "Candidates kept after reranking.")
     rerank_threshold: float = _f(
-        0.59, "Best rerank score under this triggers the fallback (chosen on SciFact train + demo)."
+        0.59,
+        "Only for a script with no fitted answerability model (none by default: every script has one): "
+        "best calibrated rerank score under this refuses.",
     )
     answerable_threshold: float = _f(
         0.5, "P(answerable) under this refuses (fitted models put their train operating point at 0.5; 0 = never)."

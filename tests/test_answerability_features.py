@@ -154,6 +154,20 @@ def test_rule_model_compares_the_best_probability():
     assert not assess("anything", [], TermStats(0, {}), "latin", 0.5, 0.59, model=rule).answerable
 
 
+def test_scores_that_are_no_probabilities_give_no_p_top_and_decide_nothing():
+    """An uncalibrated reranker (RAG_RERANKER=none: RRF scores): no p_top is made up for the fitted
+    model, so no model decides; the stage says so and never refuses."""
+    from rag.retrieval.answerability import UNCALIBRATED
+
+    chunks = [EvidenceChunk("Employees get 25 days of leave.", 0.016, 1, 1)]
+    stats = TermStats(5, {"day": 1, "employe": 1})
+    a = assess("How many days do employees get?", chunks, stats, "latin", 0.5, 0.59, calibrated=False)
+    assert "p_top" not in a.features and "p_margin" not in a.features
+    assert a.model == UNCALIBRATED and a.reason == UNCALIBRATED and a.threshold == 0.0 and a.answerable
+    fitted = assess("How many days do employees get?", chunks, stats, "latin", 0.5, 0.59)
+    assert fitted.model.startswith("logreg[") and fitted.features["p_top"] == 0.016
+
+
 def test_inspector_view_lists_every_feature_with_its_weight_and_contribution():
     from rag.views.answerability import feature_frame, verdict_lines
 

@@ -269,8 +269,9 @@ def test_override_fields_come_from_settings_and_take_a_traces_values():
     base = Settings()
     assert all(f.value == getattr(base, f.name) for f in defaults.values())
     assert all(f.help for f in defaults.values()) and defaults["reranker"].is_choice
-    traced = {f.name: f for f in override_fields({"top_n": 8, "rerank_threshold": 0.4, "reranker": "gone"})}
-    assert traced["top_n"].value == 8 and traced["rerank_threshold"].value == 0.4
+    assert "rerank_threshold" not in defaults  # it decides nothing while every script has a fitted model
+    traced = {f.name: f for f in override_fields({"top_n": 8, "answerable_threshold": 0.4, "reranker": "gone"})}
+    assert traced["top_n"].value == 8 and traced["answerable_threshold"].value == 0.4
     assert traced["reranker"].value == base.reranker  # an unknown backend falls back to the default
     assert {f.name: f.value for f in override_fields(base.replace(recall_k=33))}["recall_k"] == 33
 

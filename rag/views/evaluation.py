@@ -26,7 +26,7 @@ QUALITY_HEADLINE = {  # shown first: answer figures that can fail (rag.eval.runs
     "drafts rejected (first)": "rejection_rate_first",
     "drafts rejected (all)": "rejection_rate_final",
 }
-OVERRIDABLE = ("recall_k", "top_n", "rrf_k", "rerank_threshold", "reranker", "fallback", "rewrite")
+OVERRIDABLE = ("recall_k", "top_n", "rrf_k", "answerable_threshold", "reranker", "fallback", "rewrite")
 
 
 def levels(run: EvalRun) -> list[str]:
@@ -64,7 +64,6 @@ def headline(run: EvalRun) -> dict[str, Any]:
     quality = s.get("answer_quality", {})
     out: dict[str, Any] = {name: quality.get(key) for name, key in QUALITY_HEADLINE.items()}
     out.update(run.headline())
-    out["shown citations that passed validation"] = s.get("citations", {}).get("validity")
     out["questions"] = s.get("questions")
     out["errors"] = s.get("errors")
     return out

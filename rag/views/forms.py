@@ -37,7 +37,8 @@ _NUMBERS = {
     "recall_k": ("recall_k", "recall_k", 1, 500, 1),
     "top_n": ("top_n", "top_n", 1, 100, 1),
     "rrf_k": ("rrf_k", "RRF k", 1, 1000, 1),
-    "rerank_threshold": ("threshold", "rerank threshold", 0.0, 1.0, 0.01),
+    # the threshold that decides: P(answerable) of the question's fitted model (0 = never refuse)
+    "answerable_threshold": ("threshold", "answerability threshold", 0.0, 1.0, 0.01),
 }
 OVERRIDABLE = (*_NUMBERS, "reranker")
 

@@ -54,6 +54,7 @@ EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 # the readers read the best reranked chunk: the window reader its focus window, the sentence reader all of it
 READ_CHUNKS = 1
 
+UNCALIBRATED = "none: the reranker's scores are not calibrated probabilities, so no threshold applies"
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
 _KIND_WORDS_ZH = {AnswerKind.DATE: "日期", AnswerKind.NUMBER: "数字", AnswerKind.PERSON: "人名"}
@@ -142,10 +143,10 @@ def features(
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):
                 best, best_share, best_missing = sent, cov.share, cov.missing
-    p = [c.score for c in top] if calibrated else []
-    x = {
-        "p_top": p[0] if p else 0.5,
-        "p_margin": (p[0] - p[1]) if len(p) > 1 else (p[0] if p else 0.0),
+    p = [c.score for c in top]
+    # scores that are no probabilities give no p_top: no value is made up for a feature that doesn't exist
+    x = {"p_top": p[0], "p_margin": (p[0] - p[1]) if len(p) > 1 else p[0]} if calibrated and p else {}
+    x |= {
         "missing_share": missing_share,
         "cover_chunk": cover_chunk,
         "cover_sentence": best_share,
@@ -265,12 +266,12 @@ def assess(
     reads, add its feature and decide with the model fit with it (``<script>/reader``)."""
     reader, sreader = _readers() if use_reader and script in READER_SCRIPTS else (None, None)
     read = features(question, ranked, stats, calibrated, reader, sreader, embed)
+    if not calibrated:  # a fitted model would read a p_top that does not exist: nothing decides
+        model = AnswerabilityModel(name=UNCALIBRATED)
     model = model or model_for(script, features=read.x)
     readers = " + ".join(read.readers[f] for f in model.features if f in read.readers)  # the readers it used
-    if model.is_rule:
-        prob, thr, contrib = read.x["p_top"], rule_threshold, {}
-        if not calibrated:  # no weights shipped and no probability to compare: nothing to decide on
-            thr = 0.0
+    if model.is_rule:  # no probability to compare when uncalibrated: the stage never refuses then
+        prob, thr, contrib = read.x.get("p_top", 0.0), rule_threshold if calibrated else 0.0, {}
     else:
         prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
     # threshold 0: the stage never refuses; a model that weighs ``absent_word`` decides on it itself
@@ -290,7 +291,7 @@ def assess(
         absent_terms=list(read.absent),
         unheld_terms=list(read.unheld),
         best_sentence=read.best_sentence[:400],
-        reason=_reason(prob, thr, veto, bool(ranked)),
+        reason=_reason(prob, thr, veto, bool(ranked)) if calibrated else UNCALIBRATED,
         missing=_missing(read, question) if not ok else "",
         reader=readers or (_reader_off(use_reader) if script in READER_SCRIPTS else ""),
         reader_window=read.reader_window[:400] if "reader" in model.features else "",
