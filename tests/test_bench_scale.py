@@ -52,9 +52,10 @@ def test_a_tiny_scale_point_builds_queries_and_uploads(settings, corpus):
     assert row["en_full_ms"]["p50"] >= row["en_ms"]["p50"]
     assert row["upload_ok"] and row["upload_chunks"] >= 2 and row["delete_s"] > 0
     assert row["segments"] >= 1 and row["disk_mb"] > 0 and row["serve_rss_mb"] > 0
+    assert row["bm25_same"] and row["zh_bm25_ms"]["pruned"]["p50"] > 0 and row["en_bm25_ms"]["scan"]["p50"] > 0
     lines = []
     scale.report(row | built, out=lines.append)
-    assert "recall p50/p95 en" in lines[0] and "20-page upload" in lines[0]
+    assert "recall p50/p95 en" in lines[0] and "20-page upload" in lines[0] and "BM25 search p50" in lines[0]
     again = scale.build(settings, chunks, corpus, out=lambda line: None)
     assert again["build_s"] is None  # kept from the first build
 

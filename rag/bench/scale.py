@@ -167,6 +167,7 @@ def measure(settings: Settings, size: int, corpus: Corpus, n_queries: int = 30, 
         # whose reranker and answerability readers read a fixed number of candidates whatever the size
         result[f"{lang}_ms"] = latency_summary(sum(t.get(s, 0.0) for s in RECALL) for t in timings)
         result[f"{lang}_full_ms"] = latency_summary(t["total"] for t in timings)
+    result |= bm25_search(kb.bm25(), corpus.questions, n_queries, settings)
     data = corpus.pdf(pages)
     t = time.perf_counter()
     upload = kb.ingest_file("scale-report-20p.pdf", data)
@@ -178,6 +179,27 @@ def measure(settings: Settings, size: int, corpus: Corpus, n_queries: int = 30, 
     result["delete_s"] = time.perf_counter() - t
     result |= {"disk_mb": disk_mb(settings.home), "serve_rss_mb": peak_rss_mb()}
     return result
+
+
+def bm25_search(index, questions: dict[str, list[str]], n_queries: int, settings: Settings) -> dict:
+    """BM25 alone (``BM25Index.search``, recall's k and document weight), every row scored and
+    pruned (``rag.store.topk``), taking turns on each question; whether the two agreed."""
+    out: dict = {"bm25_same": True}
+    k, weight = settings.recall_k, settings.bm25_doc_weight
+    for lang, asked in questions.items():
+        asked = asked[:n_queries]
+        for q in asked[:5]:  # warm: the segments' term bounds are read on first use
+            index.search(q, k, None, weight, prune=True)
+        times: dict[str, list[float]] = {"scan": [], "pruned": []}
+        for q in asked:
+            found = []
+            for mode, prune in (("scan", False), ("pruned", True)):
+                t = time.perf_counter()
+                found.append(index.search(q, k, None, weight, prune=prune))
+                times[mode].append((time.perf_counter() - t) * 1000)
+            out["bm25_same"] &= found[0] == found[1]
+        out[f"{lang}_bm25_ms"] = {mode: latency_summary(v) for mode, v in times.items()}
+    return out
 
 
 def peak_rss_mb() -> float:
@@ -215,10 +237,17 @@ def report(row: dict, out=print) -> None:
         f"{row['size']:>9,} chunks ({row['chunks']:,} indexed, {row['segments']} BM25 segments): "
         f"recall p50/p95 en {en['p50']:.1f}/{en['p95']:.1f} ms, zh {zh['p50']:.1f}/{zh['p95']:.1f} ms "
         f"(whole retrieve en {en_all['p50']:.0f}/{en_all['p95']:.0f}, zh {zh_all['p50']:.0f}/{zh_all['p95']:.0f}); "
+        f"BM25 search p50 every row / pruned en {_bm25(row, 'en')}, zh {_bm25(row, 'zh')} ms"
+        f"{'' if row.get('bm25_same', True) else ' (PRUNED DIFFERS)'}; "
         f"20-page upload {row['upload_s']:.2f} s ({row['upload_chunks']} chunks), delete {row['delete_s']:.2f} s; "
         f"peak RSS {row['serve_rss_mb']:.0f} MB (build {row['build_rss_mb']:.0f} MB); disk {row['disk_mb']:.0f} MB; "
         f"{built}open {row['open_s']:.1f} s"
     )
+
+
+def _bm25(row: dict, lang: str) -> str:
+    got = row.get(f"{lang}_bm25_ms")
+    return f"{got['scan']['p50']:.1f}/{got['pruned']['p50']:.1f}" if got else "-"
 
 
 def main(args: argparse.Namespace) -> int:

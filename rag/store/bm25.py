@@ -33,10 +33,14 @@ from rag.store.numerals import canonical, figure_spellings, is_figure, number_pa
 from rag.store.postings import Scorer
 from rag.store.segments import Manifest, Segment, SegmentStore
 from rag.store.tokenize import tokenize
+from rag.store.topk import DocChunks, Fields, Ranked, best, distinct, top_k
 
 log = logging.getLogger(__name__)
 
 
+# rag.store.topk's pruned top k: exact, but on bench scale's corpora no faster than scoring
+# every row up to 1M chunks (docs/BENCHMARKS.md, "Scale"), so not the default
+PRUNE = False
 NEAR_CUTOFF = 0.8  # difflib ratio above which an absent word is read as a misspelling of an indexed one
 _CJK_TERM = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
@@ -85,6 +89,11 @@ class BM25Index:
         return [c for s in self.segments for c in s.ids]
 
     @cached_property
+    def _fields(self) -> Fields:
+        doc_chunks = DocChunks(self.segments, self._chunks.offsets)
+        return Fields(self._chunks, self._docs, self._chunk_doc, doc_chunks, self._all_ids)
+
+    @cached_property
     def _all_texts(self) -> list[str]:
         return [t for s in self.segments for t in s.texts]
 
@@ -125,20 +134,45 @@ class BM25Index:
         rows = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         return rows[self._chunks.live[rows]]
 
-    def search(self, query: str, k: int, doc_ids: set[str] | None = None, doc_weight: float = 0.0) -> list[SparseHit]:
+    def search(
+        self, query: str, k: int, doc_ids: set[str] | None = None, doc_weight: float = 0.0, prune: bool = PRUNE
+    ) -> list[SparseHit]:
         """The ``k`` best chunks with a positive score, only from ``doc_ids`` when given; with
-        ``doc_weight`` a matching chunk's score adds that share of its document's score."""
+        ``doc_weight`` a matching chunk's score adds that share of its document's score. With
+        ``prune``, found without scoring every row where the query allows (``rag.store.topk``):
+        the same hits and scores either way."""
+        q = self._query(query, k)
+        if not q:
+            return []
+        found = None
+        if prune:
+            scope = None if doc_ids is None else distinct(self._rows_of(doc_ids))
+            found = top_k(self._fields, q, k, doc_weight, scope)
+        return self._hits(found if found is not None else self._exhaustive(q, k, doc_ids, doc_weight))
+
+    def _query(self, query: str, k: int) -> list[str]:
+        """``query``'s tokens; [] when nothing can match (an empty index, k <= 0, no known term)."""
         if not self._chunks.n or k <= 0:
             return []
         q = tokenize(query)
-        if not q or not any(self._chunks.knows(t) for t in q):
-            return []
-        scores = self._scores(q, doc_ids, doc_weight)
-        k = min(k, len(scores))
-        cut = scores[np.argpartition(-scores, k - 1)[k - 1]]
-        ids = self._all_ids  # equal scores in chunk id order, however the rows are laid out
-        top = sorted(np.flatnonzero((scores >= cut) & (scores > 0)), key=lambda i: (-scores[i], ids[i]))[:k]
-        return [SparseHit(ids[i], float(scores[i])) for i in top]
+        return q if any(self._chunks.knows(t) for t in q) else []
+
+    def _exhaustive(self, q: list[str], k: int, doc_ids: set[str] | None, doc_weight: float) -> Ranked:
+        """``best`` of ``_scores``, read only at the rows some query term reaches (the others score 0)."""
+        scores = self._chunks.scores(q)
+        rows = np.flatnonzero(scores)
+        if doc_ids is not None:
+            in_scope = np.zeros(len(scores), dtype=bool)
+            in_scope[self._rows_of(doc_ids)] = True
+            rows = rows[in_scope[rows]]
+        scores = scores[rows]
+        if doc_weight and self._docs.n:
+            scores = scores + doc_weight * self._docs.scores(q)[self._chunk_doc[rows]]
+        return best(self._fields, rows, scores, k)
+
+    def _hits(self, found: Ranked) -> list[SparseHit]:
+        ids = self._all_ids
+        return [SparseHit(ids[i], float(s)) for i, s in zip(found.rows.tolist(), found.scores.tolist(), strict=True)]
 
     def _scores(self, q: list[str], doc_ids: set[str] | None, doc_weight: float) -> np.ndarray:
         """The BM25 score of every row for the tokens ``q`` (document evidence added, scope masked)."""

@@ -48,6 +48,20 @@ class Postings:
         lo, hi = self.indptr[tid], self.indptr[tid + 1]
         return self.rows[lo:hi], self.tf[lo:hi]
 
+    @cached_property
+    def term_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per term, the largest tf and the shortest row among its postings: BM25's term score
+        grows with tf and falls with the row's length, so no row scores above these two taken
+        together, whatever N, df and the average length (``Scorer.bound``)."""
+        n = len(self.terms)
+        max_tf, min_len = np.zeros(n, np.float32), np.zeros(n, np.int64)
+        held = np.diff(self.indptr) > 0
+        starts = self.indptr[:-1][held]
+        if len(starts):
+            max_tf[held] = np.maximum.reduceat(self.tf, starts)
+            min_len[held] = np.minimum.reduceat(self.lengths[self.rows], starts)
+        return max_tf, min_len
+
     def term_of_posting(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.terms), dtype=np.int64), np.diff(self.indptr))
 
@@ -146,8 +160,10 @@ class Scorer:
         lengths = np.concatenate([p.lengths for p in parts]).astype(np.int64) if parts else np.zeros(0, np.int64)
         self.n = int(self.live.sum())
         # an exact integer sum: the same average (to the bit) whatever the segments' order
-        avgdl = int(lengths[self.live].sum()) / self.n if self.n else 1.0
-        self.norm = K1 * (1 - B + B * lengths / (avgdl or 1.0))
+        self.avgdl = int(lengths[self.live].sum()) / self.n if self.n else 1.0
+        self.norm = K1 * (1 - B + B * lengths / (self.avgdl or 1.0))
+        self._dead = [None if m is None else np.flatnonzero(~m).astype(np.int32) for m in self.live_parts]
+        self._df: dict[str, int] = {}  # immutable once built: a term's live df is counted once
 
     @property
     def n_rows(self) -> int:
@@ -169,7 +185,20 @@ class Scorer:
         return (rows[0], tfs[0]) if len(rows) == 1 else (np.concatenate(rows), np.concatenate(tfs))
 
     def df(self, term: str) -> int:
-        return len(self.postings(term)[0])
+        """Live rows holding ``term``: a part's postings less its masked rows among them."""
+        got = self._df.get(term)
+        if got is None:
+            got = 0
+            for part, live, dead in zip(self.parts, self.live_parts, self._dead, strict=True):
+                rows, _ = part.column(term)
+                if dead is None or not len(rows):
+                    got += len(rows)
+                elif len(dead) < len(rows):
+                    got += len(rows) - len(_common(rows, dead)[0])
+                else:
+                    got += int(live[rows].sum())
+            self._df[term] = got
+        return got
 
     def knows(self, term: str) -> bool:
         """Whether ``term`` occurs in a live row."""
@@ -180,10 +209,79 @@ class Scorer:
 
     def scores(self, terms: Iterable[str]) -> np.ndarray:
         """Every row's BM25 score for the query tokens ``terms`` (a repeated token counts again)."""
-        out = np.zeros(self.n_rows, dtype=np.float64)
+        # one bincount over every term's postings, in term order: each row's parts are added in
+        # the same order as term after term (0 + a + b ...), so the sums are the same to the bit
+        rows_of, parts = [], []
         for term, count in Counter(terms).items():
             rows, tf = self.postings(term)
             if len(rows):
                 tf = tf.astype(np.float64)
-                out[rows] += count * self.idf(len(rows)) * tf / (tf + self.norm[rows])
+                rows_of.append(rows)
+                parts.append(count * self.idf(len(rows)) * tf / (tf + self.norm[rows]))
+        if not rows_of:
+            return np.zeros(self.n_rows, dtype=np.float64)
+        return np.bincount(np.concatenate(rows_of), weights=np.concatenate(parts), minlength=self.n_rows)
+
+    def scores_at(
+        self, terms: Iterable[str], rows: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+    ) -> np.ndarray:
+        """``scores(terms)[rows]`` for live ``rows`` (ascending, distinct), without touching the
+        other rows: each term's postings are looked up at ``rows`` only (in ``columns``, a term's
+        ``postings`` already read, or else in each part). The same terms in the same order add
+        the same values, so each score equals ``scores``' to the bit."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros(len(rows), dtype=np.float64)
+        if not len(rows):
+            return out
+        cuts = np.searchsorted(rows, self.offsets)
+        local = [
+            (rows[lo:hi] - off).astype(np.int32) for lo, hi, off in zip(cuts, cuts[1:], self.offsets, strict=False)
+        ]
+        for term, count in Counter(terms).items():
+            df = self.df(term)
+            if not df:
+                continue
+            weight = count * self.idf(df)
+            if columns is not None and term in columns:
+                found = [(0, *_common(rows, columns[term][0]), columns[term][1])]
+            else:
+                found = []
+                for p, part in enumerate(self.parts):
+                    if len(local[p]) and (tid := part.vocab.get(term)) is not None:
+                        lo, hi = part.indptr[tid], part.indptr[tid + 1]
+                        at, pos = _common(local[p], part.rows[lo:hi])
+                        found.append((cuts[p], at, pos + lo, part.tf))
+            for start, at, pos, tfs in found:
+                if len(at):
+                    at = at + start
+                    tf = tfs[pos].astype(np.float64)
+                    out[at] += weight * tf / (tf + self.norm[rows[at]])
         return out
+
+    def bound(self, term: str, count: int = 1) -> float:
+        """No live row's score for ``term`` (``count`` times in the query) is above this: the
+        largest tf over the shortest row, of each part (``Postings.term_bounds``), in ``scores``'
+        own operations, so that rounding can't put a row above it."""
+        df = self.df(term)
+        if not df:
+            return 0.0
+        weight, best = count * self.idf(df), 0.0
+        for part in self.parts:
+            tid = part.vocab.get(term)
+            if tid is not None:
+                max_tf, min_len = part.term_bounds
+                tf, norm = float(max_tf[tid]), K1 * (1 - B + B * int(min_len[tid]) / (self.avgdl or 1.0))
+                best = max(best, weight * tf / (tf + norm))
+        return best
+
+
+def _common(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in ``a`` and in ``b`` (both ascending, distinct) of the values they share; the
+    shorter is looked up in the longer."""
+    if len(a) > len(b):
+        in_b, in_a = _common(b, a)
+        return in_a, in_b
+    pos = np.searchsorted(b, a)
+    np.minimum(pos, len(b) - 1, out=pos)
+    hit = b[pos] == a
+    return np.flatnonzero(hit), pos[hit]

@@ -98,6 +98,14 @@ class Segment:
         return {c: i for i, c in enumerate(self.ids)}
 
     @cached_property
+    def doc_chunk_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indptr, rows): document row ``d``'s chunk rows are ``rows[indptr[d]:indptr[d+1]]``."""
+        rows = np.argsort(self.chunk_rev, kind="stable")
+        indptr = np.zeros(len(self.rev_keys) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.chunk_rev, minlength=len(self.rev_keys)), out=indptr[1:])
+        return indptr, rows
+
+    @cached_property
     def rows_by_doc(self) -> dict[str, np.ndarray]:
         rows: dict[str, list[int]] = {}
         for i, c in enumerate(self.ids):
