@@ -59,6 +59,7 @@ def assert_same(segmented: BM25Index, flat: BM25Index) -> None:
                 got, want = segmented.search(query, 20, scope, weight), flat.search(query, 20, scope, weight)
                 assert [h.chunk_id for h in got] == [h.chunk_id for h in want], (query, weight, scope)
                 assert [h.score for h in got] == pytest.approx([h.score for h in want], rel=1e-9)
+                assert segmented.search(query, 20, scope, weight, prune=True) == got  # rag.store.topk: the same
             for cid in flat.ids:
                 a, b = segmented.probe(query, cid, doc_weight=weight), flat.probe(query, cid, doc_weight=weight)
                 assert (a.rank, a.scored, a.missing) == (b.rank, b.scored, b.missing)
