@@ -56,6 +56,9 @@ def test_a_tiny_scale_point_builds_queries_and_uploads(settings, corpus):
     lines = []
     scale.report(row | built, out=lines.append)
     assert "recall p50/p95 en" in lines[0] and "20-page upload" in lines[0] and "BM25 search p50" in lines[0]
+    repeated = scale.bm25_repeated(settings, corpus, 3, n_queries=2)
+    assert repeated["chunks"] == 3 * chunks and repeated["bm25_same"]
+    assert repeated["zh_bm25_ms"]["scan"]["p50"] > 0 and repeated["en_bm25_ms"]["pruned"]["p50"] > 0
     again = scale.build(settings, chunks, corpus, out=lambda line: None)
     assert again["build_s"] is None  # kept from the first build
 
