@@ -250,3 +250,30 @@ def test_ablate_option_refuses_test_sets_before_asking():
     args = argparse.Namespace(sets=["scifact-train"], ablate=["nope"], fallback="", folds="", limit=1, dump="")
     with pytest.raises(DatasetError, match="Unknown --ablate"):
         main(args)
+
+
+def test_a_fit_can_leave_out_features_a_script_s_readers_do_not_earn(tmp_path, capsys):
+    """`fit_answerability --drop reader --drop reader_sentence`: rows that carry the readers'
+    features refit the plain model of their script, not its reader twin; an unknown name is refused."""
+    import random
+
+    from rag.bench.fit_answerability import main
+    from rag.bench.refusal import dump
+    from rag.retrieval.answerability.model import FEATURES
+
+    rng = random.Random(5)
+    result = SetResult("scifact-train")
+    for i in range(60):
+        for condition, good in (("as_is", 1.0), ("removed", 0.0)):
+            x = {n: rng.random() for n in FEATURES}
+            x["p_top"] = 0.5 * good + 0.5 * rng.random()
+            result.rows.append(Row("scifact-train", str(i), condition, "q", False, "answer", 0.5, "latin", x, [], 1.0))
+    path = tmp_path / "train.jsonl"
+    dump([result], path)
+    assert main([str(path)]) == 0
+    assert capsys.readouterr().out.startswith("latin/reader: 60 questions")
+    assert main([str(path), "--drop", "reader", "--drop", "reader_sentence"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("latin: 60 questions") and "'reader'" not in out and "'absent_word'" in out
+    with pytest.raises(SystemExit, match="--drop readr: not features"):
+        main([str(path), "--drop", "readr"])
