@@ -35,6 +35,7 @@ _clients: dict[tuple, chromadb.api.ClientAPI] = {}
 _lock = threading.Lock()
 _store_locks: dict[Path, IO[str]] = {}  # embedded stores this process owns (held until exit)
 PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this time is "down"
+RESTART_GRACE_S = 10.0  # a server refusing connections after a lost one is waited for this long (a restart)
 # A read racing another client's write of the same collection can find its HNSW segment not yet
 # on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated.
 SETTLING = "hnsw segment reader"
@@ -183,6 +184,20 @@ class VectorStore:
             raise StoreUnavailable(f"Chroma refused collection '{self.collection_name}': {exc}.") from exc
         self.li_store = ChromaVectorStore(chroma_collection=self.collection)
 
+    def _reopen(self) -> None:
+        """``_open`` after a lost connection. A server that refuses connections is restarting or
+        gone: it is asked again every 0.25 s for ``RESTART_GRACE_S`` (a restarted ``chroma run``
+        listens again within seconds), so a restart costs the request a wait rather than an
+        error; a server that accepts and does not answer is not waited for."""
+        deadline = time.monotonic() + RESTART_GRACE_S
+        while True:
+            try:
+                return self._open()
+            except StoreUnavailable as exc:
+                if not isinstance(exc.__cause__, httpx.ConnectError) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.25)
+
     def _call(self, op: str, fn: Callable[[], T]) -> T:
         """Run one Chroma operation; in server mode, reconnect and retry once after a connection error.
 
@@ -196,7 +211,7 @@ class VectorStore:
                 raise
             log.warning("Chroma %s failed (%s: %s); reconnecting once", op, type(exc).__name__, exc)
         forget_client(self.settings)
-        self._open()  # StoreUnavailable with the fix when the server is still down
+        self._reopen()  # StoreUnavailable with the fix when the server is still down
         try:
             return _settled(op, fn)
         except httpx.TransportError as exc:
