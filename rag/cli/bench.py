@@ -1,4 +1,4 @@
-"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,scale,pages,signin,parse}`: benchmarks that print figures (rag.bench)."""
+"""`python -m rag bench {ingest,beir,query,ask,refusal,citations,scale,soak,pages,signin,parse}`: benchmarks that print figures (rag.bench)."""
 
 from __future__ import annotations
 
