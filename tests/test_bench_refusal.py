@@ -42,6 +42,14 @@ def test_auc_and_operating_point_on_known_values():
     t, right, false = operating_point(p, y, max_false=0.34)
     assert (t, right, false) == (0.8, 1.0, pytest.approx(1 / 3))  # at 0.8 all unanswerable and 1/3 answerable refused
 
+    # two sets: pooled, the easy set's answerable questions hide the hard one's false refusals
+    p = np.array([0.9, 0.9, 0.9, 0.9, 0.1, 0.5, 0.4, 0.45, 0.3])
+    y = np.array([1, 1, 1, 1, 0, 1, 1, 0, 0])
+    sets = np.array(["easy"] * 5 + ["hard"] * 4)
+    assert operating_point(p, y, max_false=0.34)[0] == 0.5  # pooled: 1 of 6 answerable refused, but half of hard's
+    t, right, false = operating_point(p, y, max_false=0.34, sets=sets)
+    assert t == 0.4 and false == 0.0 and right == pytest.approx(2 / 3)  # no set loses over a third
+
 
 def test_fit_refuses_test_data():
     rows = [_row("as_is", False, 0.9, "rgb-zh"), _row("removed", True, 0.1, "rgb-zh")]
