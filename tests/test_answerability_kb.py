@@ -100,4 +100,5 @@ def test_the_verdict_survives_the_trace_round_trip(en_kb):
     t = retrieve(en_kb, "How are passwords rotated?")
     back = Trace.from_json(t.to_json())
     assert back.answerability == t.answerability
-    assert set(back.answerability.features) == set(back.answerability.contributions) == set(back.answerability.weights)
+    # every feature the model weighs was computed (more are, for fitting: absent_word)
+    assert set(back.answerability.contributions) == set(back.answerability.weights) <= set(back.answerability.features)

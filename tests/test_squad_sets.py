@@ -6,6 +6,7 @@ data folder."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from rag.bench import squad
 from rag.bench.fit_answerability import fit_rows
@@ -99,12 +100,14 @@ def _row(qset: str, qid: str, condition: str, fold: int | None) -> Row:
 
 def test_reader_model_fits_only_on_questions_the_reader_was_not_trained_on():
     rows = [
-        _row("squad2-en", "a", "as_is", 0),  # a reader training fold: left out
+        _row("cmrc-trial", "a", "as_is", 0),  # a reader training fold (the shipped reader read CMRC): left out
         _row("squad2-en", "b", "impossible", 3),
-        _row("scifact-train", "c", "as_is", None),  # the reader never read SciFact: every fold kept
+        _row("squad2-en", "d", "as_is", 0),  # the shipped reader never read SQuAD: every fold kept
+        _row("scifact-train", "c", "as_is", None),  # nor SciFact
     ]
+    rows[0] = replace(rows[0], script="cjk")
     parts = fit_rows(rows)
-    assert {r.qid for r in parts["latin/reader"]} == {"b", "c"}
+    assert {r.qid for r in parts["latin/reader"]} == {"b", "c", "d"} and "cjk/reader" not in parts
     assert not rows[1].answerable and rows[1].fold_key == 3
 
 

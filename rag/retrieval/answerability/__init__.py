@@ -145,7 +145,8 @@ def features(
                 best, best_share, best_missing = sent, cov.share, cov.missing
     p = [c.score for c in top]
     # scores that are no probabilities give no p_top: no value is made up for a feature that doesn't exist
-    x = {"p_top": p[0], "p_margin": (p[0] - p[1]) if len(p) > 1 else p[0]} if calibrated and p else {}
+    # (nothing recalled: no probability of an answer, 0; ``assess`` refuses then anyway)
+    x = {"p_top": p[0] if p else 0.0, "p_margin": (p[0] - p[1]) if len(p) > 1 else (p[0] if p else 0.0)} if calibrated else {}
     x |= {
         "missing_share": missing_share,
         "cover_chunk": cover_chunk,
