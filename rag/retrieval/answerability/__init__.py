@@ -143,10 +143,9 @@ def features(
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):
                 best, best_share, best_missing = sent, cov.share, cov.missing
-    p = [c.score for c in top]
-    # scores that are no probabilities give no p_top: no value is made up for a feature that doesn't exist
-    # (nothing recalled: no probability of an answer, 0; ``assess`` refuses then anyway)
-    x = {"p_top": p[0] if p else 0.0, "p_margin": (p[0] - p[1]) if len(p) > 1 else (p[0] if p else 0.0)} if calibrated else {}
+    # scores that are no probabilities give no p_top (none is made up); nothing recalled gives 0
+    p = [c.score for c in top] + [0.0, 0.0]
+    x = {"p_top": p[0], "p_margin": p[0] - p[1]} if calibrated else {}
     x |= {
         "missing_share": missing_share,
         "cover_chunk": cover_chunk,
@@ -310,8 +309,8 @@ def absent_words(absent: Sequence[str], question: str = "") -> list[str]:
 
 def vetoing(absent: Sequence[str], script: str, question: str = "", weighed: Sequence[str] = ()) -> list[str]:
     """Absent words (``absent_words``) that refuse on their own, for a model that does not weigh
-    them itself (``absent_word`` among its features ``weighed``: the reader twins, where a reader
-    that finds the answer in other words outweighs a word the documents don't use). A rule for
+    them itself (``absent_word`` among its features ``weighed``: there the other features, a
+    reader's reading among them, can outweigh a word the documents don't use). A rule for
     the plain Latin model: SciFact's claims often carry words their corpus never uses even when it
     answers them, so a fit on them alone barely weighs absence, while a user asking an HR policy
     about 'sabbatical' is told plainly that the documents don't mention it."""
