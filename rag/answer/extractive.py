@@ -37,8 +37,8 @@ from rag.answer.question import QuestionPart, has_date, missing_names, new_figur
 from rag.answer.sentences import CJK_RE, Segment, is_cjk, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
+from rag.records import ModelLabel
 from rag.retrieval.answerability.sentence_reader import SentenceReader, shipped_sentence_reader
-from rag.retrieval.trace import ModelLabel
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
 MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an earlier part is answered
