@@ -145,3 +145,14 @@ def test_a_module_without_a_room_is_reported(tmp_path):
     (tmp_path / "rag/__init__.py").write_text("")
     (tmp_path / "rag/helpers.py").write_text("")
     assert violations(tmp_path) == ["rag.helpers: no room assigned (add it to ROOMS in tests/test_architecture.py)"]
+
+
+def test_the_answer_stage_reads_evidence_records_not_the_retrieval_trace():
+    """The answer stage takes ``EvidencePassage`` records (rag/records.py); the trace is retrieval's."""
+    found = [
+        f"{module_name(path, ROOT)} line {line}"
+        for path in sorted((ROOT / "rag" / "answer").rglob("*.py"))
+        for line, target in imported_modules(path, ROOT)
+        if target.startswith("rag.retrieval.trace")
+    ]
+    assert found == []
