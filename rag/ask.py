@@ -105,7 +105,7 @@ def stream_ask(
         yield Answering(AnswerEvent(EventKind.FINAL, answer=answer))
     else:
         answer = None
-        for event in stream_answer(question, trace.evidence(), settings, kb.embedder.embed_texts, llm):
+        for event in stream_answer(question, trace.passages(), settings, kb.embedder.embed_texts, llm):
             if event.kind is EventKind.FINAL:
                 answer = event.answer
             yield Answering(event)

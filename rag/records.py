@@ -165,6 +165,25 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class EvidencePassage:
+    """One passage of the evidence an answer is drafted from ([n] cites the n-th): what the answer
+    stage reads from retrieval, and all it reads. Retrieval makes these from its kept candidates
+    (``rag.retrieval.trace.Trace.passages``); the stage scores live in the trace, not here."""
+
+    chunk_id: str
+    doc_id: str
+    doc_name: str
+    page: int
+    heading_path: tuple[str, ...]
+    text: str
+    char_start: int  # the chunk is document_text[char_start:char_end] (normalized text)
+    char_end: int
+    rerank_score: float | None = None  # shown beside the passage in Chat; no answer rule reads it
+    expanded_from: str | None = None  # set for a neighbour chunk added around a kept one
+    source_deleted: bool = False  # its document was deleted since: the text is gone, the ids stay
+
+
 @dataclass
 class ModelLabel:
     """Which model produced a score, and whether it is a stand-in for what was configured."""

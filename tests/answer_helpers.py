@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.retrieval.trace import Candidate
+from rag.records import EvidencePassage
 
 
 @functools.lru_cache(maxsize=1)
@@ -30,8 +30,8 @@ def minilm_embed():
 
 def make_evidence(
     texts: list[str], doc_id: str = "handbook", doc_name: str = "Handbook.pdf"
-) -> tuple[str, list[Candidate]]:
-    """One document made of ``texts`` (blank line between), and one Candidate per text with true offsets."""
+) -> tuple[str, list[EvidencePassage]]:
+    """One document made of ``texts`` (blank line between), and one EvidencePassage per text with true offsets."""
     doc, evidence = "", []
     for i, text in enumerate(texts):
         if doc:
@@ -39,7 +39,7 @@ def make_evidence(
         start = len(doc)
         doc += text
         evidence.append(
-            Candidate(
+            EvidencePassage(
                 chunk_id=f"{doc_id}:1:{i + 1}:0",
                 doc_id=doc_id,
                 doc_name=doc_name,
@@ -48,7 +48,6 @@ def make_evidence(
                 text=text,
                 char_start=start,
                 char_end=start + len(text),
-                final_rank=i + 1,
             )
         )
     return doc, evidence

@@ -16,13 +16,13 @@ from rag.answer.result import Issue
 from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
 from rag.errors import ConfigError
-from rag.retrieval.trace import Candidate, ModelLabel
+from rag.records import EvidencePassage, ModelLabel
 
 
 @dataclass
 class DraftRequest:
     question: str
-    evidence: Sequence[Candidate]  # [n] is evidence[n - 1]
+    evidence: Sequence[EvidencePassage]  # [n] is evidence[n - 1]
     index: EvidenceIndex  # sentences, tokens and vectors of the evidence
     attempt: int = 1
     previous: list[tuple[str, list[Issue]]] = field(default_factory=list)  # rejected drafts and why

@@ -33,8 +33,8 @@ from rag.answer.spans import citations_for
 from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
 from rag.limits import check_query
+from rag.records import EvidencePassage, ModelLabel
 from rag.retrieval.fallback import refusal_text  # the one refusal text (weak evidence or failed validation)
-from rag.retrieval.trace import Candidate, ModelLabel
 
 MAX_CORRECTIONS = 2  # retries after the first draft
 STOP_AFTER_FAILED = 2  # failed sentences after which a draft is abandoned mid-stream
@@ -68,7 +68,7 @@ class _Clock:
 
 def answer_question(
     question: str,
-    evidence: Sequence[Candidate],
+    evidence: Sequence[EvidencePassage],
     settings: Settings,
     embed: Embed | None,
     llm: LLM | None = None,
@@ -86,7 +86,7 @@ def answer_question(
 
 def stream_answer(
     question: str,
-    evidence: Sequence[Candidate],
+    evidence: Sequence[EvidencePassage],
     settings: Settings,
     embed: Embed | None,
     llm: LLM | None = None,
@@ -228,7 +228,7 @@ def _check_segments(
             yield AnswerEvent(EventKind.SENTENCE, attempt=number, sentence=check.sentence)
 
 
-def _accept(answer: Answer, attempt: _Attempt, evidence: Sequence[Candidate]) -> None:
+def _accept(answer: Answer, attempt: _Attempt, evidence: Sequence[EvidencePassage]) -> None:
     answer.text = attempt.draft
     answer.sentences = [c.sentence for c in attempt.checks]
     answer.citations = citations_for(attempt.checks, evidence)

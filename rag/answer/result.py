@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
-from rag.retrieval.trace import Candidate, ModelLabel
+from rag.records import EvidencePassage, ModelLabel
 
 
 class IssueCode(StrEnum):
@@ -177,7 +177,7 @@ class AnswerEvent:
     attempt: int = 0
     text: str = ""
     sentence: AnswerSentence | None = None
-    evidence: list[Candidate] = field(default_factory=list)
+    evidence: list[EvidencePassage] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
     answer: Answer | None = None
 

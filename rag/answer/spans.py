@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from rag.answer.citations import CITATION_RE, SentenceCheck
 from rag.answer.result import Answer, Citation
 from rag.answer.support import SupportScore
-from rag.retrieval.trace import Candidate
+from rag.records import EvidencePassage
 
 _QUOTE_CHARS = 160  # footnotes show at most this much of the supporting span
 
 
-def citation_for(n: int, sentence: int, score: SupportScore, chunk: Candidate) -> Citation:
+def citation_for(n: int, sentence: int, score: SupportScore, chunk: EvidencePassage) -> Citation:
     """The document span of chunk ``n`` that supports sentence ``sentence``."""
     return Citation(
         n=n,
@@ -36,7 +36,7 @@ def citation_for(n: int, sentence: int, score: SupportScore, chunk: Candidate) -
     )
 
 
-def citations_for(checks: Sequence[SentenceCheck], evidence: Sequence[Candidate]) -> list[Citation]:
+def citations_for(checks: Sequence[SentenceCheck], evidence: Sequence[EvidencePassage]) -> list[Citation]:
     """One Citation per accepted [n] per sentence, in reading order."""
     out = []
     for i, check in enumerate(checks):

@@ -133,7 +133,7 @@ def run(settings: Settings, limit: int, out=print) -> CitationCounts:
         if fb is not None and fb.action in (FallbackAction.CLARIFY, FallbackAction.REJECT):
             counts.refused += 1
             continue
-        answer = answer_question(claim.text, trace.evidence(), home, kb.embedder.embed_texts, llm)
+        answer = answer_question(claim.text, trace.passages(), home, kb.embedder.embed_texts, llm)
         if answer.refused:
             counts.refused += 1
             continue

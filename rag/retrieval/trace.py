@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from rag.records import ModelLabel
+from rag.records import EvidencePassage, ModelLabel
 from rag.stages import current_timings
 
 CLOSEST_PASSAGES = 3  # reranked passages shown under a refusal (Chat) and counted by eval
@@ -106,6 +106,22 @@ class Candidate:
     def kept(self) -> bool:
         return self.final_rank is not None
 
+    def passage(self) -> EvidencePassage:
+        """This candidate as the answer stage reads it."""
+        return EvidencePassage(
+            chunk_id=self.chunk_id,
+            doc_id=self.doc_id,
+            doc_name=self.doc_name,
+            page=self.page,
+            heading_path=tuple(self.heading_path),
+            text=self.text,
+            char_start=self.char_start,
+            char_end=self.char_end,
+            rerank_score=self.rerank_score,
+            expanded_from=self.expanded_from,
+            source_deleted=self.source_deleted,
+        )
+
 
 @dataclass
 class QueryRun:
@@ -195,6 +211,10 @@ class Trace:
     def evidence(self) -> list[Candidate]:
         """Kept candidates in final order."""
         return sorted((c for c in self.candidates if c.kept), key=lambda c: c.final_rank or 0)
+
+    def passages(self) -> list[EvidencePassage]:
+        """The evidence in final order, as the answer stage reads it (``[n]`` cites the n-th)."""
+        return [c.passage() for c in self.evidence()]
 
     def closest(self, k: int = CLOSEST_PASSAGES) -> list[Candidate]:
         """The best ``k`` reranked candidates when no evidence was kept (a refusal or a question

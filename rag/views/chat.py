@@ -9,12 +9,13 @@ citation to its document, page, heading and the highlighted supporting span.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag.answer import Answer, AnswerEvent, Citation, EventKind
 from rag.answer.citations import CITATION_RE
 from rag.answer.result import IssueCode
+from rag.records import EvidencePassage
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.trace import CLOSEST_PASSAGES, Candidate, FallbackAction
 from rag.views.highlight import (
@@ -38,7 +39,7 @@ class AnswerStream:
     sentences: list[str] = field(default_factory=list)  # verified, current attempt
     draft: str = ""  # unverified text of the current attempt
     rejected: int = 0  # attempts thrown away by validation
-    evidence: list[Candidate] = field(default_factory=list)
+    evidence: list[EvidencePassage] = field(default_factory=list)
     final: Answer | None = None
 
     def feed(self, event: AnswerEvent) -> None:
@@ -146,7 +147,7 @@ class EvidenceCard:
     deleted: bool = False  # its document was deleted (the text is gone)
 
 
-def evidence_cards(evidence: list[Candidate]) -> list[EvidenceCard]:
+def evidence_cards(evidence: Sequence[EvidencePassage | Candidate]) -> list[EvidenceCard]:
     return [
         EvidenceCard(
             n=i,
