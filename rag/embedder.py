@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,16 +120,8 @@ def _load_embedder(name: str, device: str) -> Embedder:
     return Embedder(model_id=name, dim=dim, max_tokens=max_tokens, li_model=li)
 
 
-CJK_LETTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")  # kana, hanzi, hangul
 E5_QUERY, E5_PASSAGE = "query: ", "passage: "  # the prefixes multilingual-e5 was trained with
 E5_BATCH = 16  # texts per forward pass: short batches of similar length pad little
-
-
-def is_cjk_text(text: str) -> bool:
-    """Whether most of ``text``'s letters are CJK (kana, hanzi, hangul): what an English-only
-    embedder maps to near-random vectors."""
-    letters = [ch for ch in text if ch.isalpha()]
-    return bool(letters) and sum(1 for ch in letters if CJK_LETTER.match(ch)) / len(letters) > 0.5
 
 
 @dataclass

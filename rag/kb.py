@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rag.config import MULTILINGUAL_EMBEDDER, Settings
-from rag.embedder import Embedder, MultilingualEmbedder, is_cjk_text, load_embedder, load_multilingual
+from rag.embedder import Embedder, MultilingualEmbedder, load_embedder, load_multilingual
 from rag.errors import DocumentNotFound, EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable
 from rag.ingest import pipeline
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
@@ -31,6 +31,7 @@ from rag.store.access import LOCAL_OWNER, Action, Principal, Role, claim_new_kb,
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
 from rag.store.vectors import DenseMatrix, DenseScores, VectorStore
+from rag.text.script import CJK, script_of
 
 log = logging.getLogger(__name__)
 # Chroma collection names ("rag_<kb>") must end with a letter or digit.
@@ -123,7 +124,7 @@ class KnowledgeBase:
     def wants_multilingual(self, chunk: ChunkRecord) -> bool:
         """Whether ``chunk`` gets a multilingual vector (``RAG_MULTILINGUAL_CHUNKS``: cjk | all | none)."""
         mode = self.settings.multilingual_chunks
-        return mode == "all" or (mode == "cjk" and is_cjk_text(chunk.text))
+        return mode == "all" or (mode == "cjk" and script_of(chunk.text) == CJK)
 
     def multilingual_reindex_fix(self) -> str:
         return f"`python -m rag reindex --kb {self.name}` adds the multilingual vectors (nothing else changes)"

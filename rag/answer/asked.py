@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from rag.text.script import HAN
+
 # over half: the asked thing and some of its scope ("password" alone is no "Dublin Wi-Fi password")
 MIN_ASKED_SHARE = 0.5
 
@@ -65,7 +67,7 @@ _EN_YES_NO_RE = re.compile(rf"^\s*(?:{'|'.join(_EN_AUX.split())})\b", re.I)
 _ZH_YES_NO_RE = re.compile(r"(?:吗|么)[？?。]?\s*$|是否|能否|可否|是不是|能不能|可不可以|需不需要|要不要|有没有")
 _ZH_ASK = r"(?:是|为|有)?(?:什么|怎么|怎样|如何|哪些|哪个|哪里|哪儿)"
 _ZH_BEFORE_ASK_RE = re.compile(rf"(?P<np>[^的，,；;。？?\s]{{2,}}?){_ZH_ASK}")
-_ZH_TYPE_RE = re.compile(r"(?:什么|哪些|哪个|哪种|哪类)[\u4e00-\u9fff]{2,}")  # "哪些地区": a type, see _en_head
+_ZH_TYPE_RE = re.compile(rf"(?:什么|哪些|哪个|哪种|哪类)[{HAN}]{{2,}}")  # "哪些地区": a type, see _en_head
 _ZH_WHO = r"(?:谁|哪些人|哪位|什么人)"
 _ZH_WHO_AFTER_RE = re.compile(rf"{_ZH_WHO}(?P<verb>[^，,；;。？?\s]{{1,2}})")  # "需要谁审批": 审批
 _ZH_WHO_BEFORE_RE = re.compile(rf"(?P<verb>[^，,；;。？?\s的是]{{2}}){_ZH_WHO}")  # "应该联系谁": 联系

@@ -34,11 +34,12 @@ from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.conditions import outside_range
 from rag.answer.question import QuestionPart, has_date, missing_names, new_figures, question_parts
-from rag.answer.sentences import CJK_RE, Segment, is_cjk, partial_row
+from rag.answer.sentences import CJK_RE, Segment, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.records import ModelLabel
 from rag.retrieval.answerability.sentence_reader import SentenceReader, shipped_sentence_reader
+from rag.text.script import CJK, script_of
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
 MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an earlier part is answered
@@ -113,12 +114,13 @@ class ExtractiveGenerator(Generator):
 
     def _reader(self, question: str) -> SentenceReader | None:
         """The sentence reader for a Chinese question when it is on (loaded on first use)."""
-        return shipped_sentence_reader() if self.sentence_reader and is_cjk(question) else None
+        chinese = self.sentence_reader and script_of(question) == CJK
+        return shipped_sentence_reader() if chinese else None
 
     def label_for(self, question: str) -> ModelLabel:
         """A Chinese question names the sentence reader beside the term scores, or says that it
         is missing and term coverage chose alone."""
-        if not (self.sentence_reader and is_cjk(question)):
+        if not (self.sentence_reader and script_of(question) == CJK):
             return self.label
         reader = self._reader(question)
         if reader is None:
@@ -191,7 +193,7 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
     no_figure = part.wants_figure and not new_figures(body, part)
     no_date = part.wants_date and not has_date(body, part.dates)
     factor = NO_FIGURE_FACTOR if no_figure or no_date else 1.0
-    if part.cjk != is_cjk(body):
+    if part.cjk != (script_of(body) == CJK):
         factor *= OTHER_LANGUAGE_FACTOR
     if outside_range(part.ranges, body):
         factor *= OUT_OF_RANGE_FACTOR

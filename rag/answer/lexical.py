@@ -11,6 +11,7 @@ import re
 import unicodedata
 
 from rag.store.numerals import canonical
+from rag.text.script import HAN
 
 _STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from as into about over under is are
@@ -40,7 +41,7 @@ _CJK_DIGITS = {c: str(i) for i, c in enumerate("零一二三四五六七八九")
 }
 
 _WORD_RE = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
-_CJK_RUN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_CJK_RUN_RE = re.compile(f"[{HAN}]+")
 _NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _CJK_NUMBER_RE = re.compile(r"[零一二两三四五六七八九十百千万]+(?=[天日月年个名人次岁小时分秒周号元倍项条页家位种%％])")
 

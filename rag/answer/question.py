@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from rag.answer import lexical
 from rag.answer.asked import AnswerKind, Asked, asked_for
 from rag.answer.conditions import Interval, question_ranges
-from rag.answer.sentences import CJK_RE, is_cjk
+from rag.text.script import CJK, HAN_RE, script_of
 
 MIN_PART_TOKENS = 2
 _EN_JOIN_RE = re.compile(
@@ -75,7 +75,7 @@ class QuestionPart:
 
 def question_parts(question: str) -> list[QuestionPart]:
     """The parts of ``question`` in order (one part when it is not compound)."""
-    pieces = _zh_pieces(question) if is_cjk(question) else _en_pieces(question)
+    pieces = _zh_pieces(question) if script_of(question) == CJK else _en_pieces(question)
     merged: list[str] = []
     for piece in pieces:
         if merged and len(lexical.content_tokens(piece)) < MIN_PART_TOKENS:
@@ -96,17 +96,17 @@ def _content(text: str) -> frozenset[str]:
     return frozenset(
         t
         for t in lexical.content_tokens(text)
-        if not (is_cjk(t) and (t in _ZH_QUESTION_BIGRAMS or (len(t) == 2 and _ZH_FUNCTION_CHARS & set(t))))
+        if not (script_of(t) == CJK and (t in _ZH_QUESTION_BIGRAMS or (len(t) == 2 and _ZH_FUNCTION_CHARS & set(t))))
     )
 
 
 def _part(text: str) -> QuestionPart:
-    cjk = is_cjk(text)
+    cjk = script_of(text) == CJK
     figure = bool((_FIGURE_ZH_RE if cjk else _FIGURE_EN_RE).search(text))
     ranges = question_ranges(text)
     date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
-    chars = frozenset(CJK_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
+    chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     figures, dates = frozenset(lexical.numbers(text)), _dates(text)
     asked = asked_for(text, cjk, _content)
     return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, figures, dates, asked)

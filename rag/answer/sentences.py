@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 
 from rag.llm import strip_reasoning
+from rag.text.script import HAN_RE
 
-CJK_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CJK_RE = HAN_RE  # one ideograph
 
 _CITE_TAIL = r"(?:[ \t]*\[\s*\d+(?:\s*[,，]\s*\d+)*\s*\])*"
 _END_RE = re.compile(
@@ -42,13 +43,6 @@ class Segment:
     text: str
     start: int
     end: int
-
-
-def is_cjk(text: str) -> bool:
-    """True when most letters in ``text`` are CJK ideographs."""
-    cjk = len(CJK_RE.findall(text))
-    latin = len(re.findall(r"[A-Za-z]", text))
-    return cjk > 0 and cjk >= latin / 3
 
 
 def split_sentences(text: str, newline_breaks: bool = False) -> list[Segment]:

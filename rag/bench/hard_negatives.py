@@ -17,8 +17,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.answer.sentences import is_cjk, split_sentences
+from rag.answer.sentences import split_sentences
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
+from rag.text.script import CJK, script_of
 
 GUTTED_SEP = "~"  # <paragraph id>~<question id>
 MIN_LEFT_CHARS = 40  # a gutted paragraph shorter than this says nothing: the question is skipped
@@ -43,7 +44,7 @@ def gut(text: str, answers: list[str]) -> str | None:
     if not spans:
         return None
     kept = [s.text for s in split_sentences(text) if not any(a < s.end and s.start < b for a, b in spans)]
-    left = ("" if is_cjk(text) else " ").join(kept)
+    left = ("" if script_of(text) == CJK else " ").join(kept)
     return left if len(left) >= MIN_LEFT_CHARS else None
 
 

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlparse
 
 from rag.bench.pages import goto, launch, new_page, wait_rendered, watch_run
 from rag.demo import DEMO_GOLD_TUNE, example_questions
+from rag.text.script import HAN_RE
 
 TURN_LINK = "Open this turn in the Inspector"
 ERROR_SELECTORS = {"exception": '[data-testid="stException"]', "error": '[data-testid="stAlertContentError"]'}
@@ -26,7 +27,7 @@ ACTION_TIMEOUT_MS = 180_000  # a loaded machine is slow; a page that takes longe
 
 
 def has_cjk(text: str) -> bool:
-    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+    return bool(HAN_RE.search(text))
 
 
 def questions(language: str) -> list[str]:

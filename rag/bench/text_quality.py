@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag.ingest.normalize import normalize_block
+from rag.text.script import CJK_LETTERS
 
 GLUED_LETTERS = 19  # issue 15's measure: 4,970 such words (11%) in pypdf's text of a LaTeX manual
 BULLETS = "•◦▪▫‣●○■□∙"
@@ -32,7 +33,7 @@ _LETTER_RE = re.compile("[A-Za-z]")
 _GLUED_RE = re.compile(f"[A-Za-z]{{{GLUED_LETTERS},}}")
 _CODE_RE = re.compile(r"[/:=@_]")
 _BAD_CHAR_RE = re.compile("[\ufffd\ufffe\uffff]")
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = CJK_LETTERS
 _CJK_RE = re.compile(f"[{_CJK}]")
 _CJK_SPACED_RE = re.compile(f"[{_CJK}] (?=[{_CJK}])")
 _BULLET_RE = re.compile(f"[{BULLETS}]")

@@ -29,6 +29,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rag.text.script import CJK_LETTERS
+
 DEFAULT_KS = (1, 3, 5, 10)
 
 
@@ -181,7 +183,7 @@ def _share(part: int, whole: int) -> float | None:
 
 # --- answers -----------------------------------------------------------------------------
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = CJK_LETTERS
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
 _THOUSANDS = re.compile(r"(?<=\d)[,\u2009\u202f](?=\d{3}(?!\d))")
 

@@ -30,14 +30,11 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from rag.records import ChunkSpan, Heading, ParsedDocument, context_header
+from rag.text.script import CJK_WIDE
 
 TokenLen = Callable[[str], int]
 
-_CJK_CHARS = (
-    "\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f"
-)
-_CJK_RE = re.compile(f"[{_CJK_CHARS}]")
+_CJK_RE = re.compile(f"[{CJK_WIDE}]")  # one model token each
 _SENTENCE_END_RE = re.compile(
     "[.!?][\"'\u201d\u2019)\\]]*(?=\\s)|[\u3002\uff01\uff1f\uff1b][\"'\u201d\u2019\u300d\u300f)\\]]*"
 )

@@ -19,7 +19,6 @@ import dataclasses
 import difflib
 import fcntl
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from rag.store.postings import Scorer
 from rag.store.segments import Manifest, Segment, SegmentStore
 from rag.store.tokenize import tokenize
 from rag.store.topk import DocChunks, Fields, Ranked, best, distinct, top_k
+from rag.text.script import HAN_RE
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 # every row up to 1M chunks (docs/BENCHMARKS.md, "Scale"), so not the default
 PRUNE = False
 NEAR_CUTOFF = 0.8  # difflib ratio above which an absent word is read as a misspelling of an indexed one
-_CJK_TERM = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK_TERM = HAN_RE
 
 
 @dataclass(frozen=True)

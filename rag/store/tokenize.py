@@ -10,9 +10,11 @@ import jieba
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from rag.text.script import CJK_LETTERS
+
 jieba.setLogLevel(logging.WARNING)
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK = CJK_LETTERS
 _SPLIT = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+)", re.UNICODE)
 _CJK_PUNCT_OR_STOP = set("的了和是在也就都而及与或之其这那")
 _STOP = frozenset(STOPWORDS_EN)

@@ -13,20 +13,20 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
 from rag.store.tokenize import tokenize
+from rag.text.script import HAN_RE
 
 log = logging.getLogger(__name__)
 
 WORDNET_TABLE = Path(__file__).with_name("data") / "wordnet-synonyms.tsv.gz"
 WORDNET_LABEL = "WordNet 3.0"
 CILIN_LABEL = "Tongyici Cilin (extended)"
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK = HAN_RE
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from rag.retrieval.answerability.terms import (
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
 from rag.text.frequency import is_everyday
+from rag.text.script import CJK_LETTER_RE, HAN, is_chinese, script_of  # script_of, is_chinese: re-exported
 from rag.text.synonyms import Synonym, synonyms
 
 __all__ = [
@@ -48,7 +49,7 @@ __all__ = [
 
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
-_VETO_WORD = re.compile(r"[A-Za-z][a-z]{3,}|[\u4e00-\u9fff]{2,}")
+_VETO_WORD = re.compile(rf"[A-Za-z][a-z]{{3,}}|[{HAN}]{{2,}}")
 AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 # the readers read the best reranked chunk: the window reader its focus window, the sentence reader all of it
@@ -69,25 +70,6 @@ class EvidenceChunk:
     dense_rank: int | None
     sparse_rank: int | None
     heading: str = ""  # the headings it sits under: every sentence of it holds their terms
-
-
-CJK_LETTER = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-
-
-def script_of(question: str) -> str:
-    """``cjk`` when most of the question's letters are CJK (kana, hanzi, hangul), else ``latin``."""
-    letters = [ch for ch in question if ch.isalpha()]
-    cjk = sum(1 for ch in letters if CJK_LETTER.match(ch))
-    return "cjk" if letters and cjk / len(letters) > 0.5 else "latin"
-
-
-_KANA_HANGUL = re.compile(r"[\u3040-\u30ff\uac00-\ud7af]")
-
-
-def is_chinese(question: str) -> bool:
-    """A CJK question without kana or hangul: what a refusal is worded in Chinese for (a Japanese
-    or Korean question gets the English wording rather than Chinese)."""
-    return script_of(question) == "cjk" and not _KANA_HANGUL.search(question)
 
 
 @dataclass(frozen=True)
@@ -122,7 +104,7 @@ def features(
     others = present_synonyms(surface, stats)
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
     if embed is not None and gone and ranked:
-        latin = {t: surface[t] for t in gone if not CJK_LETTER.search(t)}
+        latin = {t: surface[t] for t in gone if not CJK_LETTER_RE.search(t)}
         for t, close in close_phrases(latin, [c.text for c in ranked[:EVIDENCE_CHUNKS]], embed).items():
             others[t] = (Synonym(close.phrase, tuple(tokenize(close.phrase)), f"close phrase, cos {close.cosine:.2f}"),)
             gone.discard(t)
@@ -323,7 +305,7 @@ def _is_frame(term: str, shaping: set[str]) -> bool:
     """A word of the question's frame, not its subject: a stop word, the word after "how", or an
     everyday word (``rag.text.frequency``): none of them refuses or is named as missing."""
     low = term.lower()
-    lang = "zh" if CJK_LETTER.search(term) else "en"
+    lang = "zh" if CJK_LETTER_RE.search(term) else "en"
     return low in ENGLISH_STOP_WORDS or low in shaping or is_everyday(term, lang)
 
 

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from rag.store.numerals import holds_number, is_figure
 from rag.store.tokenize import tokenize
 from rag.text.frequency import is_grammar
+from rag.text.script import CJK_LETTERS, HAN, HAN_RE
 from rag.text.synonyms import Synonym
 
 # Words that shape a question but are not its subject: a document rarely contains "how" or
@@ -45,8 +46,8 @@ _FRAME_PREFIX_ZH = ("哪", "几", "此", "该")
 CATEGORY_AFTER_EN = frozenset({"which", "what"})
 _CATEGORY_BEFORE_EN = frozenset("is are was were does do did can could will would has have had should".split())
 CATEGORY_AFTER_ZH = frozenset("哪些 哪个 哪一个 哪种 哪一种 哪类 哪一类 什么".split())
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_CJK_SCRIPTS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"  # Han, kana, Hangul
+_CJK_CHAR = HAN_RE
+_CJK_SCRIPTS = CJK_LETTERS
 _WORD = re.compile(rf"[{_CJK_SCRIPTS}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # "I've", "I'm", "doesn't", "employee's": the tail is grammar, not a word to look for
 _CONTRACTION = re.compile(r"['’](?:ve|m|re|ll|d|s|t)$|n['’]t$", re.I)
@@ -91,7 +92,7 @@ _HAS = {
     ),
     # a capitalised word not opening the sentence, or a Chinese name-like run before a verb of saying/being
     AnswerKind.PERSON: re.compile(
-        r"(?<=[a-z,;:]\s)[A-Z][a-z]+|[\u4e00-\u9fff]{2,4}(?:先生|女士|教授|博士|总统|主席|总理|部长|经理|主任|董事长|表示|说|称|担任|出任|当选)"
+        rf"(?<=[a-z,;:]\s)[A-Z][a-z]+|[{HAN}]{{2,4}}(?:先生|女士|教授|博士|总统|主席|总理|部长|经理|主任|董事长|表示|说|称|担任|出任|当选)"
     ),
 }
 
