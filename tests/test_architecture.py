@@ -22,13 +22,12 @@ ROOMS: dict[str, tuple[int, str]] = {
     "rag.limits": (0, "kernel"),
     "rag.stages": (0, "kernel"),
     "rag.source": (0, "kernel"),
-    "rag.embedder": (0, "kernel"),
-    "rag.e5torch": (0, "kernel"),
-    "rag.e5module": (0, "kernel"),
     "rag.llm": (0, "kernel"),
     "rag.store": (1, "store/ingest"),
     "rag.ingest": (1, "store/ingest"),
     "rag.text": (1, "store/ingest"),
+    "rag.readers": (1, "store/ingest"),  # the e5 port and the readers: under ingest's embedder and retrieval
+    "rag.embedder": (1, "store/ingest"),  # builds its multilingual e5 from rag.readers
     "rag.kb": (2, "knowledge base"),
     "rag.backup": (2, "knowledge base"),
     "rag.demo": (2, "knowledge base"),

@@ -44,7 +44,7 @@ def test_chinese_numerals_have_their_value():
 
 
 def test_the_reader_reads_both_spellings_of_a_figure_alike():
-    from rag.retrieval.answerability.reader import reader_ids
+    from rag.readers.reader import reader_ids
 
     class Chars:  # a stand-in tokenizer: one id per character, XLM-R's pair layout
         def pair(self, first, second, max_tokens):

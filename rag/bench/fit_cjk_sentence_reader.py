@@ -1,4 +1,4 @@
-"""Fine-tune the Chinese sentence reader (``rag.retrieval.answerability.sentence_reader``) on CMRC 2018 trial.
+"""Fine-tune the Chinese sentence reader (``rag.readers.sentence_reader``) on CMRC 2018 trial.
 
     python -m rag.bench.fit_cjk_sentence_reader [--data ../shared/bench/cmrc2018-trial/beir] [--write]
 
@@ -38,8 +38,8 @@ from rag.bench.fit_cjk_reader import (  # the same data and recipe
     train_questions,
     write_fine_tune,
 )
-from rag.retrieval.answerability.reader import grams, padded, untrained
-from rag.retrieval.answerability.sentence_reader import (
+from rag.readers.reader import grams, padded, untrained
+from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,
     MAX_TOKENS,
     SENTENCE_READER_FILE,

