@@ -1,4 +1,4 @@
-"""Fine-tune the Chinese answer reader (``rag.retrieval.answerability.reader``) on CMRC 2018 trial.
+"""Fine-tune the Chinese answer reader (``rag.readers.reader``) on CMRC 2018 trial.
 
     python -m rag.bench.fit_cjk_reader [--data ../shared/bench/cmrc2018-trial/beir] [--write]
 
@@ -40,7 +40,8 @@ from rag.bench.hard_negatives import gut
 from rag.bench.squad import SquadQuestion
 from rag.bench.synonyms import paraphrase
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
-from rag.retrieval.answerability.reader import (
+from rag.eval.datasets import dataset_name
+from rag.readers.reader import (
     READER_FILE,
     TRAIN_LAYERS,
     focus,
@@ -359,7 +360,7 @@ def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], com
             "layers": {k: v.half() for k, v in top.state_dict().items()},
             **{name: {k: v.half() for k, v in h.state_dict().items()} for name, h in heads.items()},
             "provenance": {
-                "data": str(args.data),
+                "data": dataset_name(args.data),  # the benchmark name, never a path
                 "folds": sorted(READER_FOLDS),
                 "epochs": args.epochs,
                 "lr": args.lr,
@@ -450,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             inner=args.inner,
             squad=sources,
             squad_questions=args.squad_questions,
-            init=str(args.init or ""),
+            init=args.init.name if args.init else "",  # the weights file it started from
         )
     return 0
 

@@ -23,6 +23,7 @@ from rag.bench.beir import bench_home, default_kb_name, ingest_beir
 from rag.bench.fit_reranker import Pool, add_e5, fit_logreg, ndcg10
 from rag.bench.fit_reranker import collect as collect_pools
 from rag.config import Settings
+from rag.eval.datasets import dataset_name
 from rag.retrieval.pipeline import rerank_pool
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
 from rag.retrieval.rerankers.e5 import E5_MODEL
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         dense_platt=(1.0, 0.0),
         threshold=settings.rerank_threshold,
         fit={
-            "data": f"{args.data_dir} qrels/train.tsv ({len(pools)} questions), BM25 (jieba) pool of "
+            "data": f"{dataset_name(args.data_dir)} qrels/train.tsv ({len(pools)} questions), BM25 (jieba) pool of "
             f"{rerank_pool(settings.recall_k, sparse_only=True)}",
             "choice": f"best 5-fold CV nDCG@10 {results[best]:.4f} (BM25 order {base['BM25 order']:.4f}, "
             f"e5 cosine alone {base['e5 cosine']:.4f})",

@@ -22,7 +22,7 @@ import numpy as np
 
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
-from rag.eval.datasets import resolve_dataset
+from rag.eval.datasets import dataset_name, resolve_dataset
 from rag.eval.metrics import mean, ndcg_at_k
 from rag.retrieval.fusion import Fused
 from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context, rerank_pool
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         dense_platt=(round(float(dense_w[0]), 5), round(dense_b, 5)),
         threshold=thr,
         fit={
-            "data": f"{args.data_dir} qrels/{args.split}.tsv ({len(pools)} queries)",
+            "data": f"{dataset_name(args.data_dir)} qrels/{args.split}.tsv ({len(pools)} queries)",
             "how": (
                 "chunk label = its document is in the qrels; pool = the reranker's candidates. Logistic regression "
                 "per feature set; the best few refined by coordinate ascent on nDCG@10 and Platt-scaled; the "

@@ -46,3 +46,15 @@ def beir_root(folder: Path) -> Path:
     if not (folder / "corpus.jsonl").exists() and (folder / "beir" / "corpus.jsonl").exists():
         return folder / "beir"
     return folder
+
+
+def dataset_name(folder: str | Path) -> str:
+    """The benchmark name of a dataset folder, as provenance records it: ``cmrc2018-trial`` for
+    ``../shared/bench/cmrc2018-trial/beir`` or ``cmrc2018-trial`` (never the machine's path)."""
+    path = Path(folder)
+    parts = [p for p in path.parts if p not in ("", ".", "/")]
+    if parts and parts[-1] == "beir":
+        parts = parts[:-1]
+    if not parts or parts[-1] == "..":
+        raise ValueError(f"{folder}: no dataset name in this path (pass the dataset's folder, e.g. cmrc2018-trial/beir)")
+    return parts[-1]
