@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from rag.store.numerals import canonical
+from rag.store.numerals import canonical, chinese_value
 from rag.text.script import HAN
 
 _STOPWORDS = frozenset(
@@ -32,13 +32,6 @@ _NUMBER_WORDS.update(
     {w: str(10 * (i + 3)) for i, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split())}
 )
 _NUMBER_WORDS.update({"hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"})
-_CJK_DIGITS = {c: str(i) for i, c in enumerate("零一二三四五六七八九")} | {
-    "两": "2",
-    "十": "10",
-    "百": "100",
-    "千": "1000",
-    "万": "10000",
-}
 
 _WORD_RE = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
 _CJK_RUN_RE = re.compile(f"[{HAN}]+")
@@ -87,7 +80,9 @@ def numbers(text: str) -> set[str]:
     found = {_norm_number(m.group()) for m in _NUMBER_RE.finditer(text)}
     found.update(_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", text.lower()) if w in _NUMBER_WORDS)
     for run in _CJK_NUMBER_RE.findall(text):
-        found.add(_cjk_number(run))
+        value = chinese_value(run)
+        if value is not None:
+            found.add(str(value))
     return found
 
 
@@ -96,19 +91,6 @@ def _norm_number(raw: str) -> str:
     if "." in raw:
         raw = raw.rstrip("0").rstrip(".")
     return raw.lstrip("0") or "0"
-
-
-def _cjk_number(run: str) -> str:
-    """Value of a simple CJK numeral such as 七, 十五, 三十, 两百 (digit-by-digit otherwise)."""
-    total, current = 0, 0
-    for ch in run:
-        value = int(_CJK_DIGITS[ch])
-        if value >= 10:
-            total += max(current, 1) * value
-            current = 0
-        else:
-            current = current * 10 + value if current and run.count("十") == 0 else value
-    return str(total + current)
 
 
 def has_negation(text: str) -> bool:

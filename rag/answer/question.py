@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rag.answer import lexical
 from rag.answer.asked import AnswerKind, Asked, asked_for
 from rag.answer.conditions import Interval, question_ranges
+from rag.text import figures as figure_rules
 from rag.text.script import CJK, HAN_RE, script_of
 
 MIN_PART_TOKENS = 2
@@ -27,28 +28,8 @@ _EN_QUESTION_END_RE = re.compile(r"(?<=\?)\s+")
 _ZH_QUESTION_WORD_RE = re.compile(r"多少|几|谁|什么|哪|何时|多久|多长|怎么|如何|吗|是否")
 _ZH_BOTH_RE = re.compile(r"^(?P<head>.*?的)?(?P<a>[^，,的]+?)(?:以及|和|与|及)(?P<b>[^，,]+?)(?P<tail>分别.*)$")
 _ZH_CLAUSE_RE = re.compile(r"(?<=[，；,;？?])")
-_FIGURE_EN_RE = re.compile(
-    r"\bhow (?:many|much|long|far|often|quickly|soon|old)\b|\bwhen\b|\bwhat (?:number|date|time|percentage)\b"
-    r"|\b(?:maximum|minimum|limit|cap|rate|amount|deadline|budget|timeout|allowance|per diem|stipend|length|"
-    r"headcount|price|cost|fee|number of)\b",
-    re.I,
-)
-_DATE_EN_RE = re.compile(r"\b(?:until|by|since) when\b|\bwhat date\b|\bwhen (?:will|did|was|is)\b", re.I)
-# Chinese questions are often a noun phrase that names what it wants ("…的开幕时间", "…的死亡人数"):
-# a quantity noun asks for a figure, 时间 / 日期 for a date, as much as 多少 or 何时 do.
-_DATE_ZH_RE = re.compile(r"何时|什么时候|哪天|哪一天|截止|哪一?年|几月|几号|几日|(?:时间|日期)[？?]?$")
-_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
-_HAS_DATE_RE = re.compile(
-    rf"\b\d{{1,2}} (?:{_MONTHS})\b|\b(?:{_MONTHS}) \d{{1,2}}\b|\b(?:{_MONTHS}) \d{{4}}\b|\d{{4}}-\d{{2}}-\d{{2}}"
-    r"|\d+\s*月\s*\d+\s*日|\d{4}\s*年|\bQ[1-4] \d{4}\b",
-    re.I,
-)
 _NAME_RE = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]?[a-z]*|\d+\.\d+(?:\.\d+)*)\b")
 _NOT_NAMES = frozenset("what who when where which how why is are can does do may must should i".split())
-_FIGURE_ZH_RE = re.compile(
-    r"多少|几|多久|多长|多高|多大|多重|多远|多深|多宽|何时|什么时候|上限|下限|限额|标准|期限|哪一?年|"
-    r"(?:人数|数量|总数|金额|价格|费用|比例|[增出生死失税利汇]率|增速|年龄|面积|距离|长度|高度|时长|时间|日期)[？?]?$"
-)
 
 
 @dataclass(frozen=True)
@@ -102,9 +83,9 @@ def _content(text: str) -> frozenset[str]:
 
 def _part(text: str) -> QuestionPart:
     cjk = script_of(text) == CJK
-    figure = bool((_FIGURE_ZH_RE if cjk else _FIGURE_EN_RE).search(text))
+    date = figure_rules.asks_date(text)
+    figure = date or figure_rules.asks_number(text) or figure_rules.names_quantity(text)
     ranges = question_ranges(text)
-    date = bool((_DATE_ZH_RE if cjk else _DATE_EN_RE).search(text))
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     figures, dates = frozenset(lexical.numbers(text)), _dates(text)
@@ -124,8 +105,7 @@ def new_figures(text: str, part: QuestionPart) -> set[str]:
     return lexical.numbers(text) - part.figures
 
 
-def _dates(text: str) -> frozenset[str]:
-    return frozenset(re.sub(r"\s+", "", m.group()).casefold() for m in _HAS_DATE_RE.finditer(text))
+_dates = figure_rules.dates_in
 
 
 def missing_names(part: QuestionPart, known: str) -> list[str]:

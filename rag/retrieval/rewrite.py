@@ -17,6 +17,7 @@ from functools import cached_property
 
 from rag.errors import RagError
 from rag.retrieval.trace import QueryRun
+from rag.text.figures import MONTHS, WEEKDAYS
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
 _KEEP_WORDS = re.compile(
     r"\b(?:not|no|never|without|none|nor|except|excluding|before|after|since|until|during|between|"
     r"within|latest|earliest|last|next|current|previous|only|all|every|any|q[1-4]|fy\d*|"
-    r"january|february|march|april|may|june|july|august|september|october|november|december|"
+    rf"{'|'.join(MONTHS)}|{'|'.join(WEEKDAYS)}|"
     r"today|yesterday|tomorrow|year|month|week|quarter)\b|不|没|无|非|未|之前|之后|以来|期间|年|月|日|季度",
     re.IGNORECASE,
 )

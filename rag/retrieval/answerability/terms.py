@@ -18,6 +18,8 @@ from types import MappingProxyType
 
 from rag.store.numerals import holds_number, is_figure
 from rag.store.tokenize import tokenize
+from rag.text import figures
+from rag.text.frames import is_frame_token
 from rag.text.frequency import is_grammar
 from rag.text.script import CJK_LETTERS, HAN, HAN_RE
 from rag.text.synonyms import Synonym
@@ -36,9 +38,6 @@ QUESTION_WORDS_ZH = frozenset(
     "由谁 谁来 由谁来 被谁 的话 现在 目前 如今 做出 有何 有哪些 方面 地方 这个 这些 那个 那些 "
     "大约 大概 大致 左右 主要 实际 称之为 之为".split()
 )
-# "哪所", "几项", "此鱼", "该漫画": an interrogative or a pointer back to the conversation, glued by
-# jieba to the word after it; the answer never says it.
-_FRAME_PREFIX_ZH = ("哪", "几", "此", "该")
 # "Which *regions* does", "what *colour* is", "哪些*地区*", "什么*颜色*": the word after these names
 # the kind of answer asked for, which the answer need not say ("It lives in Peru"): not a term to
 # look for. In English only when a verb follows it ("which sabbatical rules apply": "sabbatical"
@@ -64,32 +63,10 @@ class AnswerKind(str, Enum):  # noqa: UP042 (str Enum, as STYLE.md asks)
     NONE = ""  # no particular kind (or a claim, not a question)
 
 
-_ASKS = (
-    (AnswerKind.DATE, re.compile(r"\b(when|what (year|date|day|month|time)|which (year|date|day|month))\b", re.I)),
-    (AnswerKind.DATE, re.compile(r"何时|什么时候|哪一?年|哪一?天|几月|几号|几日|什么时间|哪个月|日期")),
-    (
-        AnswerKind.NUMBER,
-        re.compile(r"\bhow (many|much|long|old|often|far|large|big)\b|\bwhat (percentage|number|share)\b", re.I),
-    ),
-    (
-        AnswerKind.NUMBER,
-        re.compile(r"多少|几[个名人次位家项天年岁分秒种条只架部所%]|多久|多长|多大|多高|多重|百分之几|几成"),
-    ),
-    (AnswerKind.PERSON, re.compile(r"\b(who|whom|whose)\b", re.I)),
-    (AnswerKind.PERSON, re.compile(r"谁|哪位|什么人|哪个人")),
-)
-_MONTHS = "january february march april may june july august september october november december"
+_PERSON_ASKED = re.compile(r"\b(who|whom|whose)\b|谁|哪位|什么人|哪个人", re.I)
 _HAS = {
-    AnswerKind.DATE: re.compile(
-        r"\b(1[5-9]\d\d|20\d\d)\b|\d{1,4}\s*[年月日号]|[一二三四五六七八九十〇零]+[年月日号]|"
-        rf"\b({'|'.join(_MONTHS.split())}|{'|'.join(m[:3] for m in _MONTHS.split())})\b|"
-        r"\d{1,2}[/-]\d{1,2}|(?:上|下|本|去|今|明|前|后)(?:年|月|周)|周[一二三四五六日]|星期",
-        re.I,
-    ),
-    AnswerKind.NUMBER: re.compile(
-        r"\d|[一二两三四五六七八九十百千万亿]|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|twenty|hundred|thousand|million|billion|dozen|half|twice)\b",
-        re.I,
-    ),
+    AnswerKind.DATE: figures.DATE,
+    AnswerKind.NUMBER: figures.NUMBER,
     # a capitalised word not opening the sentence, or a Chinese name-like run before a verb of saying/being
     AnswerKind.PERSON: re.compile(
         rf"(?<=[a-z,;:]\s)[A-Z][a-z]+|[{HAN}]{{2,4}}(?:先生|女士|教授|博士|总统|主席|总理|部长|经理|主任|董事长|表示|说|称|担任|出任|当选)"
@@ -98,11 +75,13 @@ _HAS = {
 
 
 def asks_for(question: str) -> AnswerKind:
-    """The kind of answer the wording asks for (the first that matches)."""
-    for kind, pattern in _ASKS:
-        if pattern.search(question):
-            return kind
-    return AnswerKind.NONE
+    """The kind of answer the wording asks for: a date, else a number (``rag.text.figures``),
+    else a person."""
+    if figures.asks_date(question):
+        return AnswerKind.DATE
+    if figures.asks_number(question):
+        return AnswerKind.NUMBER
+    return AnswerKind.PERSON if _PERSON_ASKED.search(question) else AnswerKind.NONE
 
 
 def carries(kind: AnswerKind, text: str) -> bool:
@@ -128,8 +107,7 @@ def question_terms(question: str) -> Mapping[str, str]:
                 or term in QUESTION_WORDS_EN
                 or not term.strip()
                 or (after in CATEGORY_AFTER_ZH and _CJK_CHAR.match(term))  # Latin tokens come last
-                or (term.startswith(_FRAME_PREFIX_ZH) and _CJK_CHAR.match(term))
-                or (len(term) == 2 and term.endswith("是"))  # "慧是" of "王法慧是谁": jieba's cut across "is"
+                or (_CJK_CHAR.match(term) and is_frame_token(term))  # "几项", "哪所", "慧是": rag.text.frames
             ):
                 continue
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently

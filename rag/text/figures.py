@@ -1,0 +1,93 @@
+"""One set of rules for what a question asks when it asks for a figure or a date, and for the
+figures and dates a text holds. Chinese numerals are read by ``rag.store.numerals``.
+
+Retrieval (the answerability's ``kind_missing``), the extractive answerer (a part that asks
+for a figure or a date) and the rewrite guard (time words a rewrite must keep) read these.
+No rule names a domain's word: quantity nouns, units and currencies are general lists.
+"""
+
+from __future__ import annotations
+
+import re
+
+MONTHS = (
+    "january february march april may june july august september october november december".split()
+)  # the one month list
+_MONTH = "|".join(m for m in MONTHS if m != "may")  # "may" alone is the modal: with a day or year only
+_MONTH_ABBR = "|".join(m[:3] for m in MONTHS if m != "may") + "|sept"
+WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+TIME_UNITS_EN = "day days week weeks month months year years quarter quarters hour hours minute minutes".split()
+# nouns that name an amount in any domain (money, size, time), so "What is the X?" asks for a figure
+QUANTITY_NOUNS_EN = frozenset(
+    """amount cap ceiling limit maximum minimum rate price cost fee fare charge total sum number count
+    percentage share ratio length duration period size deadline age distance height weight budget
+    salary wage allowance""".split()
+)
+QUANTITY_NOUNS_ZH = "人数 数量 总数 金额 价格 费用 比例 率 增速 年龄 面积 距离 长度 高度 时长 时间 日期 上限 下限 限额 标准 期限".split()
+# ISO 4217 codes of the most traded currencies and their signs: an amount's unit
+CURRENCIES = "USD EUR JPY GBP CNY RMB AUD CAD CHF HKD SGD SEK NOK KRW INR NZD MXN BRL ZAR".split()
+CURRENCY_SIGNS = "$€£¥₩₹"
+CURRENCY = rf"(?:(?:{'|'.join(CURRENCIES)})\b|[{CURRENCY_SIGNS}])"
+NUMBER_WORDS_EN = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
+    "billion dozen half twice"
+).split()
+_ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
+ZH_MEASURE = "个名人次位家项天年岁分秒种条只架部所件张台辆座届"
+
+_ASKS_DATE = re.compile(
+    r"\bwhen\b|\bhow soon\b|\bwhat (?:year|date|day|month|time)\b|\bwhich (?:year|date|day|month)\b"
+    r"|何时|什么时候|什么时间|哪一?年|哪一?天|哪个月|几月|几号|几日|截止|日期|时间[？?]?$",
+    re.I,
+)
+_ASKS_NUMBER = re.compile(
+    r"\bhow (?:many|much|long|old|often|far|large|big|quickly|tall|high|wide|deep|heavy)\b"
+    r"|\bwhat (?:percentage|number|share|proportion)\b|\bnumber of\b"
+    rf"|多少|几[{ZH_MEASURE}%]|多久|多长|多大|多高|多重|多远|多深|多宽|百分之几|几成",
+    re.I,
+)
+_QUANTITY_NOUN = re.compile(
+    rf"\b(?:{'|'.join(sorted(QUANTITY_NOUNS_EN))})\b|(?:{'|'.join(QUANTITY_NOUNS_ZH)})[？?]?$", re.I
+)
+DATE = re.compile(
+    r"\b(?:1[5-9]\d\d|20\d\d)\b"  # a year
+    r"|\d{4}-\d{2}-\d{2}|\b\d{1,2}[/-]\d{1,2}\b"
+    rf"|\d{{1,4}}\s*(?:[年月日号天周]|个月|小时)|[{_ZH_NUMERAL}]+(?:[年月日号天周]|个月|小时)"
+    rf"|\b(?:{_MONTH}|{_MONTH_ABBR})\b|\bmay\s+\d{{1,4}}\b|\b\d{{1,2}}\s+may\b"
+    rf"|\b(?:{'|'.join(WEEKDAYS)})\b|\b(?:q[1-4]|fy\s?\d{{2,4}})\b"
+    rf"|\b(?:\d+|{'|'.join(NUMBER_WORDS_EN[:20])})\s+(?:{'|'.join(TIME_UNITS_EN)})\b"
+    r"|(?:上|下|本|去|今|明|前|后)(?:年|月|周|季度)|周[一二三四五六日末]|星期|每年|每月|每周|季度",
+    re.I,
+)
+NUMBER = re.compile(rf"\d|[{_ZH_NUMERAL}]|\b(?:{'|'.join(NUMBER_WORDS_EN)})\b", re.I)
+
+
+def asks_date(question: str) -> bool:
+    """The wording asks when: "when", "by when", "what year", 何时, 哪一年, "…的时间"."""
+    return bool(_ASKS_DATE.search(question))
+
+
+def asks_number(question: str) -> bool:
+    """The wording asks how many or how much: "how many", "what percentage", 多少, 几项."""
+    return bool(_ASKS_NUMBER.search(question))
+
+
+def names_quantity(question: str) -> bool:
+    """The question names an amount ("the cap", "the price", "…的人数"): it asks for a figure."""
+    return bool(_QUANTITY_NOUN.search(question))
+
+
+def dates_in(text: str) -> frozenset[str]:
+    """The dates and time expressions ``text`` holds ("2019", "every March", "31 March",
+    "下周一", "30 days", "Q3"), casefolded, whitespace dropped."""
+    return frozenset(re.sub(r"\s+", "", m.group()).casefold() for m in DATE.finditer(text))
+
+
+def holds_date(text: str) -> bool:
+    return bool(DATE.search(text))
+
+
+def has_number(text: str) -> bool:
+    """Digits, a Chinese numeral or an English number word."""
+    return bool(NUMBER.search(text))

@@ -1,0 +1,67 @@
+"""One set of date, figure and frame rules (rag.text.figures, rag.text.frames), read the same
+way by the answerability stage and the extractive answerer."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answer.question import has_date, question_parts
+from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, question_terms
+from rag.text.figures import MONTHS, asks_date, asks_number, dates_in, names_quantity
+from rag.text.frames import is_frame_token
+
+
+@pytest.mark.parametrize("question", ["When are performance reviews held?", "会议什么时候开始？", "合同的截止日期"])
+def test_a_date_question_asks_for_a_date_to_both_stages(question):
+    assert asks_date(question)
+    assert asks_for(question) is AnswerKind.DATE
+    assert question_parts(question)[0].wants_date
+
+
+@pytest.mark.parametrize("text", ["Reviews are held every March.", "It opened in 2019.", "下周一开会。", "within 30 days"])
+def test_a_date_is_held_for_both_stages(text):
+    assert carries(AnswerKind.DATE, text)
+    assert has_date(text)
+
+
+def test_may_alone_is_the_modal_not_the_month():
+    assert not dates_in("You may claim a taxi.")
+    assert dates_in("Signed on 3 May 2024") >= {"3may", "2024"}
+
+
+def test_a_date_the_question_states_is_no_answer():
+    part = question_parts("2022年特斯拉交付量是什么时候公布的？")[0]
+    assert not has_date("2022年的交付量很高", part.dates)
+    assert has_date("2023年1月2日公布", part.dates)
+
+
+@pytest.mark.parametrize(
+    ("question", "number"),
+    [("How many days of leave?", True), ("员工有几项福利？", True), ("几何是什么？", False), ("What is X?", False)],
+)
+def test_asks_number(question, number):
+    assert asks_number(question) is number
+
+
+def test_quantity_nouns_come_from_a_general_list():
+    assert names_quantity("What is the price of the premium plan?")
+    assert names_quantity("北京办公室的人数")
+    assert not names_quantity("What is the per diem?")  # no demo word: a Latin loan is not a quantity noun
+
+
+def test_one_month_list():
+    assert len(MONTHS) == 12 and MONTHS[2] == "march"
+
+
+@pytest.mark.parametrize(
+    ("token", "frame"),
+    [("几项", True), ("哪所", True), ("慧是", True), ("此鱼", True), ("几何", False), ("漫画", False), ("是", False)],
+)
+def test_frame_tokens_by_rule(token, frame):
+    assert is_frame_token(token) is frame
+
+
+def test_question_terms_keep_a_dictionary_word_that_starts_like_a_frame():
+    assert "几何" in question_terms("几何学的创始人是谁？")
+    assert set(question_terms("王法慧是谁")) == {"王法"}  # "慧是": a cut across 是
+    assert set(question_terms("此鱼分布在哪里")) == {"分布"}
