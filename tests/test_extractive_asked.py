@@ -10,7 +10,7 @@ import math
 import pytest
 from answer_helpers import make_evidence
 
-from rag.answer.asked import AnswerKind, asked_share, carries
+from rag.text.asked import AnswerKind, asked_share, carries
 from rag.answer.base import DraftRequest
 from rag.answer.conditions import Interval, outside_range, question_ranges, sentence_range
 from rag.answer.extractive import select_sentences

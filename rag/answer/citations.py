@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rag.answer import lexical
 from rag.answer.result import AnswerSentence, Issue, IssueCode, SentenceKind
 from rag.answer.sentences import CJK_RE, split_sentences
 from rag.answer.support import W_EMBED, W_LEXICAL, EvidenceIndex, SupportScore
+from rag.text import lexical
 
 CITATION_RE = re.compile(r"(?<!\\)\[\s*(\d+(?:\s*[,，]\s*\d+)*)\s*\]")  # "\[3\]" is text, not a citation
 _GROUP_GAP_RE = re.compile(r"^\s*$")

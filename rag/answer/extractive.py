@@ -28,8 +28,6 @@ from dataclasses import dataclass, replace
 
 from llama_index.core.llms import LLM
 
-from rag.answer import lexical
-from rag.answer.asked import carries
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.conditions import outside_range
@@ -39,6 +37,8 @@ from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.readers.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.records import ModelLabel
+from rag.text import lexical
+from rag.text.asked import carries
 from rag.text.script import CJK, script_of
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap

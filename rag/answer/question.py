@@ -1,10 +1,6 @@
-"""What a question asks, for the extractive answerer: its parts, and whether it wants a figure.
-
-A compound question ("What is the cap in London, and who approves exceptions?",
-"餐费补贴和住宿标准分别是多少？") is split into parts, each answered on its own. Splitting is by
-rule, never by a model: English clauses joined by ", and" / "and" before a question word, several
-question sentences, and Chinese "A和B分别…" or clauses that each hold a question word. A piece
-with fewer than ``MIN_PART_TOKENS`` content tokens ("and by when?") stays with the part before it.
+"""What a question part asks, for the extractive answerer: its terms, whether it wants a figure
+or a date, the amounts, names, figures and dates it states. The parts themselves come from the
+question's one reading (``rag.text.question.analyse``).
 """
 
 from __future__ import annotations
@@ -12,22 +8,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rag.answer import lexical
-from rag.answer.asked import AnswerKind, Asked, asked_for
 from rag.answer.conditions import Interval, question_ranges
 from rag.text import figures as figure_rules
+from rag.text import lexical
+from rag.text.asked import AnswerKind, Asked, asked_for
+from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK, HAN_RE, script_of
 
-MIN_PART_TOKENS = 2
-_EN_JOIN_RE = re.compile(
-    r",?\s+and\s+(?=(?:who|whom|whose|what|when|where|which|how|why|is|are|can|does|do|may|must|should|"
-    r"above|below|until|if)\b)",
-    re.I,
-)
-_EN_QUESTION_END_RE = re.compile(r"(?<=\?)\s+")
-_ZH_QUESTION_WORD_RE = re.compile(r"多少|几|谁|什么|哪|何时|多久|多长|怎么|如何|吗|是否")
-_ZH_BOTH_RE = re.compile(r"^(?P<head>.*?的)?(?P<a>[^，,的]+?)(?:以及|和|与|及)(?P<b>[^，,]+?)(?P<tail>分别.*)$")
-_ZH_CLAUSE_RE = re.compile(r"(?<=[，；,;？?])")
 _NAME_RE = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]?[a-z]*|\d+\.\d+(?:\.\d+)*)\b")
 _NOT_NAMES = frozenset("what who when where which how why is are can does do may must should i".split())
 
@@ -54,16 +41,11 @@ class QuestionPart:
         return self.asked.kind is AnswerKind.YES_NO
 
 
-def question_parts(question: str) -> list[QuestionPart]:
-    """The parts of ``question`` in order (one part when it is not compound)."""
-    pieces = _zh_pieces(question) if script_of(question) == CJK else _en_pieces(question)
-    merged: list[str] = []
-    for piece in pieces:
-        if merged and len(lexical.content_tokens(piece)) < MIN_PART_TOKENS:
-            merged[-1] = f"{merged[-1]} {piece}"
-        else:
-            merged.append(piece)
-    return [_part(p) for p in merged] or [_part(question)]
+def question_parts(question: str | QuestionAnalysis) -> list[QuestionPart]:
+    """The parts of the question (``rag.text.question.analyse``: one part when it is not
+    compound), each with what the extractive answerer needs."""
+    analysis = question if isinstance(question, QuestionAnalysis) else analyse(question)
+    return [_part(p) for p in analysis.parts]
 
 
 # A CJK bigram holding a function character ("的住", "准是") or a question word ("多少") spans
@@ -112,30 +94,3 @@ def missing_names(part: QuestionPart, known: str) -> list[str]:
     """Names and version numbers of ``part`` that the evidence (``known``, casefolded) never
     mentions: the question is about something the documents do not cover ("Contoso", "6.0")."""
     return [n for n in part.names if n.casefold() not in known]
-
-
-def _en_pieces(question: str) -> list[str]:
-    out = []
-    for sentence in _EN_QUESTION_END_RE.split(question.strip()):
-        out += [p.strip(" ,") for p in _EN_JOIN_RE.split(sentence) if p.strip(" ,?")]
-    return out
-
-
-def _zh_pieces(question: str) -> list[str]:
-    both = _ZH_BOTH_RE.match(question.strip())
-    if both:
-        head, tail = both["head"] or "", both["tail"].replace("分别", "", 1)
-        return [f"{head}{both['a']}{tail}", f"{head}{both['b']}{tail}"]
-    clauses = [c for c in _ZH_CLAUSE_RE.split(question.strip()) if c.strip()]
-    asking = [c for c in clauses if _ZH_QUESTION_WORD_RE.search(c)]
-    if len(asking) < 2:
-        return [question.strip()]
-    out: list[str] = []
-    context = ""
-    for clause in clauses:  # a clause without a question word is context for the next one
-        if _ZH_QUESTION_WORD_RE.search(clause):
-            out.append(context + clause)
-            context = ""
-        else:
-            context += clause
-    return out

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.answer import lexical
 from rag.answer.injection import looks_like_instruction
 from rag.answer.sentences import Segment, split_sentences
+from rag.text import lexical
 
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -82,9 +82,17 @@ def asked_for(text: str, cjk: bool, terms: Terms) -> Asked:
     (the part's own content-token rule) gives them."""
     if (_ZH_YES_NO_RE if cjk else _EN_YES_NO_RE).search(text):
         return Asked(AnswerKind.YES_NO)
-    phrase = _zh_head(text) if cjk else _en_head(text)
+    phrase = head_phrase(text, cjk)
     head = terms(phrase) if phrase else frozenset()
     return Asked(AnswerKind.THING, head) if head else Asked(AnswerKind.OPEN)
+
+
+def head_phrase(text: str, cjk: bool) -> str | None:
+    """The words naming the asked thing of ``text`` (one question part), None for a yes/no part
+    or where no rule finds one."""
+    if (_ZH_YES_NO_RE if cjk else _EN_YES_NO_RE).search(text):
+        return None
+    return _zh_head(text) if cjk else _en_head(text)
 
 
 def asked_share(asked: Asked, tokens: frozenset[str], held: frozenset[str], gives_figure: bool) -> float:
