@@ -86,6 +86,7 @@ class KnowledgeBase:
         self._ml_dense = DenseMatrix(self.vectors, 384, multilingual=True)
         self._ml_index: tuple[int, MultilingualIndex] | None = None  # (index revision, its coverage)
         self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self.retrieval_cache: dict = {}  # retrieval's, per knowledge base object (rag.source.KnowledgeSource)
         self.catalog.create_kb(
             name,
             self.embedder.model_id,
@@ -322,6 +323,11 @@ class KnowledgeBase:
         """Chunks by id, read in one snapshot (a concurrent drop can't leave a chunk without its text)."""
         with self.catalog.snapshot():
             return {c.id: c for c in self._records(self.catalog.chunk_rows(self.name, list(ids)))}
+
+    def get_embeddings(self, ids: list[str], multilingual: bool = False) -> dict[str, np.ndarray]:
+        """The stored vectors of ``ids`` (the embedder's, or with ``multilingual`` the multilingual
+        embedder's): the ones the vector store holds."""
+        return self.vectors.get_embeddings(ids, multilingual=multilingual)
 
     def neighbours(self, chunk_id: str, before: int = 1, after: int = 1) -> list[ChunkRecord]:
         with self.catalog.snapshot():

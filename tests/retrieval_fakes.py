@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag.config import Settings
-from rag.records import ChunkRecord, Hit, TermStats
+from rag.records import ChunkRecord, Hit, MultilingualIndex, TermStats
 from rag.retrieval.trace import ModelLabel, Trace
-from rag.source import TextEmbedder
+from rag.source import SparseIndex, TextEmbedder
 from rag.store.bm25 import BM25Index
 
 
@@ -78,6 +78,7 @@ class FakeKB:
     catalog: FakeCatalog = field(default_factory=FakeCatalog)
     index_revision: int = 1
     vectors: np.ndarray | None = None
+    retrieval_cache: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.records: list[ChunkRecord] = []
@@ -92,9 +93,22 @@ class FakeKB:
         self.by_id = {r.id: r for r in self.records}
         if self.vectors is None:
             self.vectors = self.embedder.embed_texts([r.index_text for r in self.records])
-        self.bm25 = BM25Index.build(((r.id, r.index_text) for r in self.records), version=1)
+        self.index = BM25Index.build(((r.id, r.index_text) for r in self.records), version=1)
 
-    def dense_search(self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
+    def bm25(self) -> SparseIndex:
+        return self.index
+
+    def multilingual_index(self) -> MultilingualIndex | None:
+        return None  # no multilingual collection: dense recall for CJK stays with BM25
+
+    def multilingual_reindex_fix(self) -> str:
+        return "FakeKB has no multilingual collection"
+
+    def dense_search(
+        self, query_vec: np.ndarray, k: int, doc_ids: set[str] | None = None, multilingual: bool = False
+    ) -> list[Hit]:
+        if multilingual:
+            raise AssertionError("FakeKB has no multilingual collection: retrieval must not search it")
         sims = self.vectors @ np.asarray(query_vec, dtype=np.float32)
         if doc_ids is not None:
             keep = np.array([r.doc_id in doc_ids for r in self.records], dtype=bool)
@@ -109,11 +123,11 @@ class FakeKB:
     def sparse_search(self, query: str, k: int, doc_ids: set[str] | None = None) -> list[Hit]:
         return [
             Hit(self.by_id[h.chunk_id], h.score)
-            for h in self.bm25.search(query, k, doc_ids, self.settings.bm25_doc_weight)
+            for h in self.index.search(query, k, doc_ids, self.settings.bm25_doc_weight)
         ]
 
     def term_stats(self, terms: list[str], doc_ids: set[str] | None = None, near: bool = True) -> TermStats:
-        return self.bm25.term_stats(terms, doc_ids, near)
+        return self.index.term_stats(terms, doc_ids, near)
 
     def filter_doc_ids(self, doc_ids=None, tags=None, date_from=None, date_to=None) -> set[str] | None:
         if not (doc_ids or tags or date_from or date_to):
@@ -132,7 +146,9 @@ class FakeKB:
     def get_chunks(self, ids: list[str]) -> dict[str, ChunkRecord]:
         return {i: self.by_id[i] for i in ids if i in self.by_id}
 
-    def get_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
+    def get_embeddings(self, ids: list[str], multilingual: bool = False) -> dict[str, np.ndarray]:
+        if multilingual:
+            return {}  # no multilingual vectors stored
         pos = {r.id: i for i, r in enumerate(self.records)}
         return {i: self.vectors[pos[i]] for i in ids if i in pos}
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from rag.retrieval.recall import DENSE_ONLY_KINDS
 from rag.retrieval.trace import Trace
+from rag.source import KnowledgeSource
 from rag.store.tokenize import tokenize
 
 
@@ -27,7 +28,7 @@ class TermMatch:
         return sum(self.terms.values()) + sum(self.via_document.values())
 
 
-def term_matches(kb, trace: Trace) -> dict[str, TermMatch]:
+def term_matches(kb: KnowledgeSource, trace: Trace) -> dict[str, TermMatch]:
     """``chunk id -> TermMatch`` for every candidate still in the BM25 index."""
     index = kb.bm25()
     ids = [c.chunk_id for c in trace.candidates if index.has(c.chunk_id)]

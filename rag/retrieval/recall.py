@@ -22,6 +22,7 @@ from rag.records import Hit, ModelLabel
 from rag.retrieval.fusion import Fused, RankedList, Source, rrf_fuse
 from rag.retrieval.rerankers import EmbedderVectors, RankedResults
 from rag.retrieval.trace import Candidate, Dropped, QueryRun
+from rag.source import KnowledgeSource
 from rag.stages import Stage
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="rag-recall")
@@ -61,7 +62,7 @@ class Recall:
 
     def __init__(
         self,
-        kb,
+        kb: KnowledgeSource,
         vectors: EmbedderVectors,
         queries: list[QueryRun],
         allowed,

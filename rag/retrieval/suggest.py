@@ -22,6 +22,7 @@ from rag.config import Settings
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.pipeline import rerank_pool, retrieve
 from rag.retrieval.trace import Decider, Dropped, FallbackAction, Trace
+from rag.source import ProbedSource
 
 if TYPE_CHECKING:
     from rag.retrieval.probe import ProbeResult
@@ -54,7 +55,7 @@ class Change:
         return self.kind in REPLAYABLE
 
 
-def explain(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def explain(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     """Fill ``out.excluded_by``, ``out.reason`` and ``out.changes`` (smallest first)."""
     row = out.candidate
     if not out.active:
@@ -73,7 +74,7 @@ def explain(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
         _STAGES.get(out.excluded_by, _recall)(kb, trace, settings, out)
 
 
-def _recall(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _recall(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     ranks = [p.rank for p in (out.dense, out.bm25) if p is not None and p.rank is not None]
     out.reason = f"Outside recall_k {out.recall_k} of both retrievers: {_places(out)}."
     if out.candidate is not None:  # listed, but only by the wider retry
@@ -89,7 +90,7 @@ def _recall(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.changes = changes or [Change(ChangeKind.NONE, "no setting lets it in: it shares no term with the question")]
 
 
-def _fusion(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _fusion(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     sparse_only = bool(out.dense_note)
     pool = rerank_pool(out.recall_k, sparse_only)
     rank = out.candidate.fused_rank or 0
@@ -99,13 +100,13 @@ def _fusion(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.changes = [Change(ChangeKind.RECALL_K, _say(needed, settings) + note, needed)]
 
 
-def _rerank(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _rerank(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.reason = f"Reranked #{out.rerank_rank} (score {out.rerank_score:.3f}); top_n {settings.top_n} keeps the first {settings.top_n}."
     needed = {"top_n": out.rerank_rank} | _min_score(settings, out) | _budget_need(trace, settings, out)
     out.changes = [Change(ChangeKind.TOP_N, _say(needed, settings) + _still_refused(trace), needed)]
 
 
-def _threshold(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _threshold(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     fb = trace.fallback
     if fb is not None and fb.action is not FallbackAction.ANSWER:
         score = f" (score {out.rerank_score:.3f})" if out.rerank_score is not None else ""
@@ -123,12 +124,12 @@ def _threshold(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.changes = [Change(ChangeKind.THRESHOLD, _say(needed, settings), needed)]
 
 
-def _dedupe(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _dedupe(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.reason = "Its text is already in the evidence (the same chunk or the same text in another one)."
     out.changes = [Change(ChangeKind.NONE, "nothing: its text is already evidence")]
 
 
-def _budget(kb, trace: Trace, settings: Settings, out: ProbeResult) -> None:
+def _budget(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
     out.reason = f"The evidence budget of {settings.evidence_budget_chars} characters ran out before it."
     needed = {"evidence_budget_chars": settings.evidence_budget_chars + len(out.text)}
     out.changes = [Change(ChangeKind.BUDGET, _say(needed, settings), needed)]
@@ -144,7 +145,7 @@ _STAGES = {
 }
 
 
-def _after_recall(kb, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> tuple[dict[str, Any], str]:
+def _after_recall(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> tuple[dict[str, Any], str]:
     """``recall_k``, and what else would stop the chunk once recalled that wide. A wider recall
     brings other candidates too, so the question is retrieved once more with it (not saved) and
     the chunk's rerank place and the evidence budget are read from that trial; the note says when
@@ -210,7 +211,7 @@ def _coverage(trace: Trace) -> Change:
     return Change(ChangeKind.COVERAGE, f"upload a document that answers it (Upload page){lack}")
 
 
-def _not_indexed(kb, out: ProbeResult) -> Change:
+def _not_indexed(kb: ProbedSource, out: ProbeResult) -> Change:
     if out.state.startswith("not active") and "replaced by revision" in out.state:
         active = kb.catalog.active_revisions(kb.name, [out.doc_id]).get(out.doc_id)
         return Change(

@@ -13,6 +13,7 @@ import numpy as np
 
 from rag.errors import RagError
 from rag.ingest.pipeline import doc_id_for
+from rag.source import ProbedSource
 
 SEARCH_LIMIT = 20  # chunks a phrase search lists
 
@@ -47,7 +48,7 @@ def parse_chunk_id(chunk_id: str) -> tuple[str, int, int, int]:
     return parts[0], int(parts[1]), int(parts[2]), int(parts[3])
 
 
-def chunk_target(kb, chunk_id: str) -> ProbeTarget:
+def chunk_target(kb: ProbedSource, chunk_id: str) -> ProbeTarget:
     """The chunk ``chunk_id``, indexed or not (its document must have been ingested at least once)."""
     doc_id, *_ = parse_chunk_id(chunk_id)
     chunk = kb.get_chunks([chunk_id.strip()]).get(chunk_id.strip())
@@ -60,7 +61,7 @@ def chunk_target(kb, chunk_id: str) -> ProbeTarget:
     return ProbeTarget(chunk_id.strip(), doc_id, kb.catalog.document_names(kb.name, [doc_id]).get(doc_id, ""))
 
 
-def document_id(kb, doc: str) -> tuple[str, str]:
+def document_id(kb: ProbedSource, doc: str) -> tuple[str, str]:
     """(id, name) of the document named or numbered ``doc``, active or not (a deleted or failed
     document is found by the name it was uploaded under)."""
     doc = (doc or "").strip()
@@ -76,7 +77,7 @@ def document_id(kb, doc: str) -> tuple[str, str]:
     raise ProbeTargetNotFound(f"No document '{doc}' in knowledge base '{kb.name}'.{hint}")
 
 
-def document_target(kb, doc: str, question: str, vectors) -> ProbeTarget:
+def document_target(kb: ProbedSource, doc: str, question: str, vectors) -> ProbeTarget:
     """The chunk of document ``doc`` that ``question`` ranks highest (by cosine plus BM25 over its
     own chunks), or a chunk-less target when the document has no active revision."""
     doc_id, name = document_id(kb, doc)
@@ -100,7 +101,7 @@ def _rr(scores: np.ndarray) -> np.ndarray:
     return 1.0 / ranks
 
 
-def search_targets(kb, phrase: str, limit: int = SEARCH_LIMIT) -> list[ProbeTarget]:
+def search_targets(kb: ProbedSource, phrase: str, limit: int = SEARCH_LIMIT) -> list[ProbeTarget]:
     """Active chunks whose document name or text contains ``phrase`` (case-insensitive)."""
     needle = (phrase or "").strip().lower()
     if not needle:
@@ -116,7 +117,7 @@ def search_targets(kb, phrase: str, limit: int = SEARCH_LIMIT) -> list[ProbeTarg
     return out
 
 
-def revision_state(kb, target: ProbeTarget) -> tuple[bool, str]:
+def revision_state(kb: ProbedSource, target: ProbeTarget) -> tuple[bool, str]:
     """Whether the target is an indexed chunk of its document's active revision, and if not, why."""
     revisions = dict(kb.revisions(target.doc_id))
     active = kb.catalog.active_revisions(kb.name, [target.doc_id]).get(target.doc_id)
