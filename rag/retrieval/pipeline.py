@@ -25,13 +25,13 @@ from rag.records import TermStats
 from rag.retrieval import evidence, fallback
 from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of, synonym_tokens
 from rag.retrieval.answerability.phrases import CLOSE_PHRASE_MODEL
-from rag.retrieval.answerability.terms import question_terms
 from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
 from rag.source import KnowledgeSource
 from rag.stages import TOTAL, Stage
+from rag.text.question import QuestionAnalysis, analyse
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,7 @@ def retrieve(
     t0 = time.perf_counter()
     settings = settings or kb.settings
     question = check_query((question or "").strip(), settings)
+    analysis = analyse(question)  # the one reading of the question, handed to the stages below
     filters = clean_filters(filters)
     ctx = context(kb, settings)
     revision = int(kb.index_revision)  # read before searching: what the results come from
@@ -175,7 +176,7 @@ def retrieve(
         ctx = cjk_context(kb, settings, ctx, dense_route(question, kb.embedder.model_id))
     recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings, dense.embedder, dense.multilingual)
     attempt = recall.run(settings.recall_k)
-    judge = _Judge(kb, ctx, question, settings, llm, timings, allowed, sparse_only=dense.cjk_route)
+    judge = _Judge(kb, ctx, question, settings, llm, timings, allowed, sparse_only=dense.cjk_route, analysis=analysis)
     decision, ranked = judge(attempt, attempt_no=1)
     if decision.action is FallbackAction.RETRY_WIDER:
         wider = recall.run(settings.recall_k * 2)
@@ -233,6 +234,7 @@ class _Judge:
     allowed: set[str] | None
     sparse_only: bool
     verdict: Answerability | None = None
+    analysis: QuestionAnalysis | None = None  # None: read from ``question``
 
     def __call__(self, attempt: Attempt, attempt_no: int) -> tuple[FallbackDecision, Any]:
         pool = attempt.fused[: rerank_pool(attempt.recall_k, self.sparse_only)]
@@ -254,6 +256,10 @@ class _Judge:
         decide = lambda: fallback.decide(ev, self.settings.fallback, self.llm, snippets)  # noqa: E731
         return self._timed(Stage.FALLBACK, decide), ranked
 
+    @property
+    def _analysis(self) -> QuestionAnalysis:
+        return self.analysis or analyse(self.question)
+
     def _assess(self, pool, ranked) -> Answerability:
         by_id = {f.chunk_id: f for f in pool}
         chunks = [
@@ -267,16 +273,17 @@ class _Judge:
             )
             for s in ranked.results[:EVIDENCE_CHUNKS]
         ]
-        stats = self.kb.term_stats(list(question_terms(self.question)), self.allowed)
+        stats = self.kb.term_stats(list(self._analysis.terms), self.allowed)
         others = self.kb.term_stats(synonym_tokens(self.question), self.allowed, near=False)
         stats = TermStats(stats.chunks, {**others.df, **stats.df}, stats.near)
         return assess(
             self.question,
             chunks,
             stats,
-            script_of(self.question),
+            self._analysis.script,
             self.settings.answerable_threshold,
             self.settings.rerank_threshold,
+            analysis=self._analysis,
             calibrated=ranked.calibrated,
             use_reader=self.settings.answer_reader,
             reader_precision=self.settings.reader_precision,

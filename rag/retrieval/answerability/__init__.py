@@ -22,7 +22,6 @@ from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, mode
 from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.terms import (
     AnswerKind,
-    asks_for,
     carries,
     coverage,
     held_terms,
@@ -33,6 +32,7 @@ from rag.retrieval.answerability.terms import (
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
 from rag.text.frequency import is_everyday
+from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK_LETTER_RE, HAN, is_chinese, script_of  # script_of, is_chinese: re-exported
 from rag.text.synonyms import Synonym, synonyms
 
@@ -94,12 +94,14 @@ def features(
     reader=None,
     sentence_reader=None,
     embed: Embed | None = None,
+    analysis: QuestionAnalysis | None = None,
 ) -> _Read:
     """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence (``reader``:
     the answer reader that gives the ``reader`` feature, ``sentence_reader`` the one that gives
     ``reader_sentence``; without one its feature is left out; ``embed``: the embedder that
     finds close phrases for English terms found no other way)."""
-    surface = question_terms(question)
+    analysis = analysis or analyse(question)  # the ask's one reading, when the pipeline hands it over
+    surface = analysis.terms
     near = stats.near
     others = present_synonyms(surface, stats)
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
@@ -113,7 +115,7 @@ def features(
     total = sum(weights.values()) or 1.0
     absent = tuple(surface[t] for t in surface if t in gone)
     missing_share = sum(w for t, w in weights.items() if t in gone) / total if weights else 0.0
-    kind = asks_for(question)
+    kind = analysis.asks
     top = list(ranked[:EVIDENCE_CHUNKS])
     cover_chunk = coverage(weights, surface, top[0].text, near, others=others).share if top else 0.0
     best, best_share, best_missing = "", 0.0, tuple(surface.values())
@@ -243,13 +245,14 @@ def assess(
     use_reader: bool = False,
     reader_precision: str = "auto",
     embed: Embed | None = None,
+    analysis: QuestionAnalysis | None = None,
 ) -> Answerability:
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``. ``use_reader``: for a script the answer reader
     reads, add its feature and decide with the model fit with it (``<script>/reader``), the readers
     in ``reader_precision`` (``Settings.reader_precision``)."""
     reader, sreader = _readers(reader_precision) if use_reader and script in READER_SCRIPTS else (None, None)
-    read = features(question, ranked, stats, calibrated, reader, sreader, embed)
+    read = features(question, ranked, stats, calibrated, reader, sreader, embed, analysis=analysis)
     if not calibrated:  # a fitted model would read a p_top that does not exist: nothing decides
         model = AnswerabilityModel(name=UNCALIBRATED)
     model = model or model_for(script, features=read.x)
