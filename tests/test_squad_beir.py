@@ -94,3 +94,14 @@ def test_a_missing_or_wrong_file_says_what_to_pass(tmp_path):
     (tmp_path / "x.json").write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a SQuAD-shaped file"):
         convert(tmp_path / "x.json", tmp_path / "out")
+
+
+def test_the_readers_fits_say_how_to_build_the_set_they_need(tmp_path):
+    from rag.bench.fit_cjk_reader import cmrc_beir
+
+    with pytest.raises(BenchDataNotFound, match="python -m rag.eval.squad_beir .*cmrc2018_trial.json"):
+        cmrc_beir(tmp_path / "cmrc2018-trial" / "beir")
+    src = tmp_path / "cmrc2018_trial.json"
+    src.write_text(json.dumps(CMRC_SHAPED, ensure_ascii=False), encoding="utf-8")
+    convert(src, tmp_path / "beir")
+    assert cmrc_beir(tmp_path / "beir") == tmp_path / "beir"

@@ -17,7 +17,11 @@ questions it never saw. The script prints the held-out AUC per window, per quest
 over own + others, as is, vs gutted + the same others) and own vs gutted, beside character
 overlap's.
 The lower layers are frozen, so their output is computed once; only the top ``TRAIN_LAYERS``
-layers and the head train, and only they are written (float16) to ``reader-cjk.pt``.
+layers and the head train, and only they are written (float16) to ``models/reader-cjk.pt``
+(then ``python -m rag.readers.manifest --update`` records its sha256 in ``models/MANIFEST.json``).
+
+The data is CMRC 2018 trial in its BEIR form, built from the raw ``cmrc2018_trial.json`` by
+``python -m rag.eval.squad_beir ../shared/bench/cmrc2018-trial/cmrc2018_trial.json ../shared/bench/cmrc2018-trial/beir``.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from rag.bench.fit_answerability import auc
 from rag.bench.hard_negatives import gut
 from rag.bench.squad import SquadQuestion
 from rag.bench.synonyms import paraphrase
+from rag.errors import BenchDataNotFound
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 from rag.eval.datasets import dataset_name
 from rag.readers.reader import (
@@ -55,6 +60,21 @@ from rag.readers.reader import (
 from rag.retrieval.answerability.terms import sentences
 
 DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
+
+
+def cmrc_beir(folder: Path) -> Path:
+    """``folder`` when it holds CMRC 2018 trial's BEIR form; else a clear error naming the
+    command that builds it from the raw file beside it."""
+    if (folder / "corpus.jsonl").exists() and (folder / "qrels" / "train.tsv").exists():
+        return folder
+    raw = folder.parent / "cmrc2018_trial.json"
+    raise BenchDataNotFound(
+        f"No CMRC 2018 trial BEIR set at {folder} (corpus.jsonl, queries.jsonl, qrels/train.tsv).",
+        fix=f"Build it: python -m rag.eval.squad_beir {raw} {folder} (cmrc2018_trial.json from "
+        "https://github.com/ymcui/cmrc2018), or pass --data with the folder that holds it.",
+    )
+
+
 COMMAND = "python -m rag.bench.fit_cjk_reader --write"
 OTHERS = 1  # other paragraphs per question
 INNER = 3  # windows of the own paragraph without the answer, per question
@@ -374,7 +394,7 @@ def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], com
         },
         path,
     )
-    print(f"wrote {path}")
+    print(f"wrote {path}; record its sha256: python -m rag.readers.manifest --update")
 
 
 def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]) -> None:
@@ -400,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     torch.manual_seed(13)
     t0 = time.perf_counter()
-    items = pairs(args.data, args.inner, args.others)
+    items = pairs(cmrc_beir(args.data), args.inner, args.others)
     fit = [p for p in items if fold_of(p.qid) in READER_FOLDS][: args.limit or None]
     if args.cmrc_limit:
         fit = random.Random(13).sample(fit, min(args.cmrc_limit, len(fit)))

@@ -33,6 +33,7 @@ from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
 from rag.bench.fit_cjk_reader import (  # the same data and recipe
+    cmrc_beir,
     fine_tune,
     paraphrased,
     train_questions,
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     tok, encoder, _ = untrained()
     heads = untrained_heads(encoder.word.weight.shape[1])
-    items = examples(tok, args.data, args.others)
+    items = examples(tok, cmrc_beir(args.data), args.others)
     fit = [e for e in items if fold_of(e.qid) in READER_FOLDS][: args.limit or None]
     fit += [e for k in range(args.paraphrase) for e in paraphrased(fit, seed=13 + k)]
     held = [e for e in items if fold_of(e.qid) not in READER_FOLDS]
