@@ -60,6 +60,7 @@ def test_a_cmrc_shaped_file_becomes_the_beir_set_the_fits_read(tmp_path):
     src = tmp_path / "cmrc2018_trial.json"
     src.write_text(json.dumps(CMRC_SHAPED, ensure_ascii=False), encoding="utf-8")
     assert main([str(src), str(tmp_path / "beir")]) == 0
+    assert convert(src, tmp_path / "again") == (2, 3)  # passages, queries
     corpus = [json.loads(line) for line in (tmp_path / "beir/corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     assert corpus[0] == {"_id": "TRIAL_1", "title": "泡泡战士", "text": "玩家以水枪泡封敌人。生命数耗完即算为踢爆。"}
     queries = (tmp_path / "beir/queries.jsonl").read_text(encoding="utf-8").splitlines()

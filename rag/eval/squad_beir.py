@@ -17,13 +17,19 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from rag.errors import BenchDataNotFound
 
 
-def convert(source: Path, out: Path, split: str = "train") -> dict[str, int]:
+class Converted(NamedTuple):
+    passages: int
+    queries: int
+
+
+def convert(source: Path, out: Path, split: str = "train") -> Converted:
     """Write ``out/corpus.jsonl``, ``out/queries.jsonl`` and ``out/qrels/<split>.tsv`` from the
-    SQuAD-shaped ``source``; returns the counts written."""
+    SQuAD-shaped ``source``; returns how many passages and queries were written."""
     if not source.is_file():
         raise BenchDataNotFound(
             f"No SQuAD-shaped file at {source}.",
@@ -56,7 +62,7 @@ def convert(source: Path, out: Path, split: str = "train") -> dict[str, int]:
     _jsonl(out / "queries.jsonl", queries)
     lines = ["query-id\tcorpus-id\tscore", *(f"{q}\t{p}\t1" for q, p in qrels)]
     (out / "qrels" / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return {"passages": len(corpus), "queries": len(queries)}
+    return Converted(len(corpus), len(queries))
 
 
 def _jsonl(path: Path, rows: list[dict]) -> None:
@@ -69,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path, help="the BEIR folder to write (e.g. cmrc2018-trial/beir)")
     ap.add_argument("--split", default="train", help="the qrels split name (default train)")
     args = ap.parse_args(argv)
-    counts = convert(args.source, args.out, args.split)
-    print(f"wrote {args.out}: {counts['passages']} passages, {counts['queries']} queries (qrels/{args.split}.tsv)")
+    done = convert(args.source, args.out, args.split)
+    print(f"wrote {args.out}: {done.passages} passages, {done.queries} queries (qrels/{args.split}.tsv)")
     return 0
 
 
