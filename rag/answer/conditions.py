@@ -17,9 +17,10 @@ import re
 from dataclasses import dataclass
 
 from rag.store.numerals import canonical
+from rag.text.figures import CURRENCY
 
 _NUM = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{3,}(?:\.\d+)?)"
-_CURRENCY = r"(?:(?:USD|EUR|CAD|GBP|CNY|RMB|\$|€|£|¥)\s*)?"
+_CURRENCY = rf"(?:{CURRENCY}\s*)?"  # a general list (rag.text.figures), not the demo's
 # (words, the bound it sets: "low" or "high", whether the figure itself is included); longest first
 # within a direction, so "not exceeding" is read before "exceeding" and "不超过" before "超过".
 _BEFORE: tuple[tuple[str, str, bool], ...] = (

@@ -27,7 +27,7 @@ QUANTITY_NOUNS_ZH = "人数 数量 总数 金额 价格 费用 比例 率 增速
 # ISO 4217 codes of the most traded currencies and their signs: an amount's unit
 CURRENCIES = "USD EUR JPY GBP CNY RMB AUD CAD CHF HKD SGD SEK NOK KRW INR NZD MXN BRL ZAR".split()
 CURRENCY_SIGNS = "$€£¥₩₹"
-CURRENCY = rf"(?:(?:{'|'.join(CURRENCIES)})\b|[{CURRENCY_SIGNS}])"
+CURRENCY = rf"(?:{'|'.join(CURRENCIES)}|[{CURRENCY_SIGNS}])"  # "USD 230", "USD230", "€230"
 NUMBER_WORDS_EN = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
