@@ -142,7 +142,8 @@ Default settings unless a section says otherwise: embedder `{settings.embed_mode
 rerank_threshold {settings.rerank_threshold}, answerable_threshold {settings.answerable_threshold},
 fallback `{settings.fallback}`, rewrite `{settings.rewrite}`, LLM `{settings.llm}` (extractive
 answers). Config fingerprint `{settings.fingerprint()}`. Test splits are report only: nothing is
-tuned on them ("Which split was used for what", at the end)."""
+tuned on them ("Which split was used for what", at the end). The demo's former test split was
+tuned on and is part of tune now; figures measured on it say "former test split, now part of tune"."""
 
 
 def status_table(rows: list[list[str]], images: dict[str, str]) -> str:
