@@ -18,7 +18,9 @@ def test_a_date_question_asks_for_a_date_to_both_stages(question):
     assert question_parts(question)[0].wants_date
 
 
-@pytest.mark.parametrize("text", ["Reviews are held every March.", "It opened in 2019.", "下周一开会。", "within 30 days"])
+@pytest.mark.parametrize(
+    "text", ["Reviews are held every March.", "It opened in 2019.", "下周一开会。", "within 30 days"]
+)
 def test_a_date_is_held_for_both_stages(text):
     assert carries(AnswerKind.DATE, text)
     assert has_date(text)
@@ -65,3 +67,18 @@ def test_question_terms_keep_a_dictionary_word_that_starts_like_a_frame():
     assert "几何" in question_terms("几何学的创始人是谁？")
     assert set(question_terms("王法慧是谁")) == {"王法"}  # "慧是": a cut across 是
     assert set(question_terms("此鱼分布在哪里")) == {"分布"}
+
+
+@pytest.mark.parametrize(
+    ("question", "date"),
+    [
+        ("When are performance reviews held?", True),
+        ("Reviews are held when?", True),
+        ("By when must I submit the form?", True),
+        ("I travel a lot, and when do I file the claim?", True),
+        ("What's the limit per guest when taking customers out to dinner?", False),  # a conjunction
+    ],
+)
+def test_when_asks_for_a_date_only_as_a_question_word(question, date):
+    assert asks_date(question) is date
+    assert (asks_for(question) is AnswerKind.DATE) is date

@@ -36,8 +36,12 @@ NUMBER_WORDS_EN = (
 _ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
 ZH_MEASURE = "个名人次位家项天年岁分秒种条只架部所件张台辆座届"
 
+_AUX = "is|are|was|were|do|does|did|will|would|can|could|may|might|must|should|shall|has|have|had"
 _ASKS_DATE = re.compile(
-    r"\bwhen\b|\bhow soon\b|\bwhat (?:year|date|day|month|time)\b|\bwhich (?:year|date|day|month)\b"
+    # "when" asks only as a question word: opening the question or a clause, before an auxiliary,
+    # after "until/by/since", or last ("…held when?"); "the limit when taking customers out" does not
+    rf"(?:^\s*|[,;:]\s*)when\b|\bwhen\s+(?:{_AUX})\b|\b(?:until|by|since|from)\s+when\b|\bwhen\s*\?"
+    r"|\bhow soon\b|\bwhat (?:year|date|day|month|time)\b|\bwhich (?:year|date|day|month)\b"
     r"|何时|什么时候|什么时间|哪一?年|哪一?天|哪个月|几月|几号|几日|截止|日期|时间[？?]?$",
     re.I,
 )
