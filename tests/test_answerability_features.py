@@ -317,6 +317,7 @@ def test_the_readers_twin_decides_only_when_every_feature_it_reads_was_computed(
         assert both.features == ("p_top", "reader", "reader_sentence")
         assert one.features == ("p_top",)
         assert model_for("latin", str(path), features={"p_top": 0.9}).is_rule  # no model for the script
+        assert model_for("cjk", str(path), features={"reader": 0.8}).is_rule  # not even the plain model's p_top
     finally:
         load_models.cache_clear()
 

@@ -94,9 +94,10 @@ def load_models(path: str = str(WEIGHTS_FILE)) -> dict[str, AnswerabilityModel]:
 def model_for(script: str, path: str = str(WEIGHTS_FILE), features: Collection[str] = ()) -> AnswerabilityModel:
     """The model of ``script``: its twin fit with the readers' features (stored as
     ``<script>/reader``) when every feature that twin reads is among ``features`` (the readers
-    are on and available), else the plain model, else the rule."""
+    are on and available), else the plain model when its features are (or ``features`` is not
+    given), else the rule: no model reads a feature that was not computed."""
     models = load_models(path)
-    twin = models.get(f"{script}/reader")
-    if twin is not None and set(twin.features) <= set(features):
-        return twin
-    return models.get(script) or AnswerabilityModel(name="rule[p_top >= rerank_threshold]")
+    for model in (models.get(f"{script}/reader"), models.get(script)):
+        if model is not None and (not features or set(model.features) <= set(features)):
+            return model
+    return AnswerabilityModel(name="rule[p_top >= rerank_threshold]")
