@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -107,20 +107,10 @@ class Candidate:
         return self.final_rank is not None
 
     def passage(self) -> EvidencePassage:
-        """This candidate as the answer stage reads it."""
-        return EvidencePassage(
-            chunk_id=self.chunk_id,
-            doc_id=self.doc_id,
-            doc_name=self.doc_name,
-            page=self.page,
-            heading_path=tuple(self.heading_path),
-            text=self.text,
-            char_start=self.char_start,
-            char_end=self.char_end,
-            rerank_score=self.rerank_score,
-            expanded_from=self.expanded_from,
-            source_deleted=self.source_deleted,
-        )
+        """This candidate as the answer stage reads it: every field the record has, copied (a trace
+        read back from JSON holds its heading path as a list)."""
+        values = {f.name: getattr(self, f.name) for f in fields(EvidencePassage)}
+        return EvidencePassage(**values | {"heading_path": tuple(self.heading_path)})
 
 
 @dataclass
