@@ -15,6 +15,7 @@ from typing import Any
 from rag.answer import Answer, AnswerEvent, EventKind, Outcome, stream_answer
 from rag.config import Settings
 from rag.kb import KnowledgeBase
+from rag.limits import check_query
 from rag.records import ModelLabel
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import FallbackAction, Trace
@@ -22,6 +23,7 @@ from rag.source import KnowledgeSource
 from rag.store import audit
 from rag.store.access import LOCAL_OWNER, Action, Principal, require
 from rag.store.catalog import now
+from rag.text.question import analyse
 
 
 @dataclass
@@ -97,7 +99,8 @@ def stream_ask(
     (evaluation, which audits the run instead); the trace is stored either way."""
     require(kb.catalog, kb.name, principal, Action.ASK)
     settings = settings or kb.settings
-    trace = retrieve(kb, question, settings, filters=filters, llm=llm)
+    analysis = analyse(check_query((question or "").strip(), settings))  # read once, for both stages
+    trace = retrieve(kb, analysis.text, settings, filters=filters, llm=llm, analysis=analysis)
     yield TraceReady(trace)
     fb = trace.fallback
     if fb is not None and fb.action in (FallbackAction.CLARIFY, FallbackAction.REJECT):
@@ -105,7 +108,9 @@ def stream_ask(
         yield Answering(AnswerEvent(EventKind.FINAL, answer=answer))
     else:
         answer = None
-        for event in stream_answer(question, trace.passages(), settings, kb.embedder.embed_texts, llm):
+        for event in stream_answer(
+            analysis.text, trace.passages(), settings, kb.embedder.embed_texts, llm, analysis=analysis
+        ):
             if event.kind is EventKind.FINAL:
                 answer = event.answer
             yield Answering(event)

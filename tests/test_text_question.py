@@ -5,8 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from answer_helpers import REFUND, SHIPPING, make_evidence
 
+from rag.answer import answer_question
+from rag.answer.base import DraftRequest
 from rag.answer.question import question_parts
+from rag.answer.support import EvidenceIndex
+from rag.config import Settings
 from rag.retrieval.answerability.terms import question_terms
 from rag.text.question import QuestionAnalysis, analyse
 from rag.text.terms import AnswerKind
@@ -38,3 +43,23 @@ def test_terms_salience_figures_dates_and_parts():
     zh = analyse("2022年特斯拉交付量是什么时候公布的？")
     assert zh.asks is AnswerKind.DATE and zh.dates == {"2022年"} and "2022" in zh.figures
     assert analyse("餐费补贴和住宿标准分别是多少？").parts == ("餐费补贴是多少？", "住宿标准是多少？")
+
+
+def test_the_answerer_reads_the_analysis_it_is_handed():
+    """The ask reads the question once (stream_ask) and hands that reading to the answerer: the
+    parts it answers are the handed analysis's parts, not a second reading of the text."""
+    question = "How long do customers have to request a refund, and how long does standard delivery take?"
+    _, evidence = make_evidence([REFUND, SHIPPING])
+    whole = answer_question(question, evidence, Settings(), None)
+    assert sorted({n for s in whole.sentences for n in s.citations}) == [1, 2]
+    first_part_only = dataclasses.replace(analyse(question), parts=analyse(question).parts[:1])
+    narrowed = answer_question(question, evidence, Settings(), None, analysis=first_part_only)
+    assert not narrowed.refused
+    assert {n for s in narrowed.sentences for n in s.citations} == {1}
+
+
+def test_an_analysis_of_another_question_is_refused():
+    _, evidence = make_evidence([REFUND])
+    index = EvidenceIndex([REFUND], None)
+    with pytest.raises(ValueError, match="handed with question"):
+        DraftRequest("How long is the refund window?", evidence, index, analysis=analyse("Who pays shipping?"))

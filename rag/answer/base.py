@@ -17,6 +17,7 @@ from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
 from rag.errors import ConfigError
 from rag.records import EvidencePassage, ModelLabel
+from rag.text.question import QuestionAnalysis, analyse
 
 
 @dataclass
@@ -26,6 +27,13 @@ class DraftRequest:
     index: EvidenceIndex  # sentences, tokens and vectors of the evidence
     attempt: int = 1
     previous: list[tuple[str, list[Issue]]] = field(default_factory=list)  # rejected drafts and why
+    analysis: QuestionAnalysis | None = None  # the ask's one reading; None: read from ``question``
+
+    def __post_init__(self) -> None:
+        if self.analysis is None:
+            self.analysis = analyse(self.question)
+        elif self.analysis.text != self.question:
+            raise ValueError(f"analysis of {self.analysis.text!r} handed with question {self.question!r}")
 
 
 class Generator(ABC):

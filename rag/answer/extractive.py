@@ -39,6 +39,7 @@ from rag.readers.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.records import ModelLabel
 from rag.text import lexical
 from rag.text.asked import carries
+from rag.text.question import analyse
 from rag.text.script import CJK, script_of
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
@@ -120,13 +121,13 @@ class ExtractiveGenerator(Generator):
 
     def _reader(self, question: str) -> SentenceReader | None:
         """The sentence reader for a Chinese question when it is on (loaded on first use)."""
-        chinese = self.sentence_reader and script_of(question) == CJK
+        chinese = self.sentence_reader and analyse(question).script == CJK
         return shipped_sentence_reader(self.reader_precision) if chinese else None
 
     def label_for(self, question: str) -> ModelLabel:
         """A Chinese question names the sentence reader beside the term scores, or says that it
         is missing and term coverage chose alone."""
-        if not (self.sentence_reader and script_of(question) == CJK):
+        if not (self.sentence_reader and analyse(question).script == CJK):
             return self.label
         reader = self._reader(question)
         if reader is None:
@@ -269,7 +270,7 @@ def select_sentences(
     out: list[Pick | Gap] = []
     seen: list[str] = []
     before: frozenset[str] = frozenset()  # the terms of the parts before this one
-    for part in question_parts(request.question):
+    for part in question_parts(request.analysis or request.question):
         answered = any(isinstance(p, Pick) for p in out)
         floor = MIN_SCORE_FOLLOW_UP if answered else MIN_SCORE
         vectors = cjk_vectors or not part.cjk

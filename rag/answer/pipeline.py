@@ -35,6 +35,7 @@ from rag.config import Settings
 from rag.limits import check_query
 from rag.records import EvidencePassage, ModelLabel
 from rag.retrieval.fallback import refusal_text  # the one refusal text (weak evidence or failed validation)
+from rag.text.question import QuestionAnalysis
 
 MAX_CORRECTIONS = 2  # retries after the first draft
 STOP_AFTER_FAILED = 2  # failed sentences after which a draft is abandoned mid-stream
@@ -73,10 +74,11 @@ def answer_question(
     embed: Embed | None,
     llm: LLM | None = None,
     generator: Generator | None = None,
+    analysis: QuestionAnalysis | None = None,
 ) -> Answer:
     """The validated answer (or the refusal) for ``question`` from numbered ``evidence``."""
     final = None
-    for event in stream_answer(question, evidence, settings, embed, llm, generator):
+    for event in stream_answer(question, evidence, settings, embed, llm, generator, analysis):
         if event.kind is EventKind.FINAL:
             final = event.answer
     if final is None:
@@ -91,8 +93,12 @@ def stream_answer(
     embed: Embed | None,
     llm: LLM | None = None,
     generator: Generator | None = None,
+    analysis: QuestionAnalysis | None = None,
 ) -> Iterator[AnswerEvent]:
-    """Events: EVIDENCE, then per attempt DRAFT / SENTENCE (verified) / REJECTED, then FINAL."""
+    """Events: EVIDENCE, then per attempt DRAFT / SENTENCE (verified) / REJECTED, then FINAL.
+
+    ``analysis`` is the ask's one reading of ``question`` (``rag.text.question.analyse``), as
+    retrieval read it; None reads it here."""
     check_query(question, settings)
     clock, evidence = _Clock(), list(evidence)
     yield AnswerEvent(EventKind.EVIDENCE, evidence=evidence)
@@ -113,7 +119,7 @@ def stream_answer(
     clock.add("index_ms", since)
     answer.warnings = _injection_warnings(index)
     validator = CitationValidator(index, settings.support_threshold)
-    request = DraftRequest(question, evidence, index)
+    request = DraftRequest(question, evidence, index, analysis=analysis)
     yield from _attempts(gen, request, validator, answer, clock, settings, embed)
     yield _final(answer, clock)
 
@@ -171,7 +177,9 @@ def _extractive_fallback(
     extractive answer (evidence sentences verbatim, validated like any draft), labelled as such,
     instead of refusing. Fail closed on unverified text, not on the user. False when the
     extractive answer does not pass either (then the refusal stands)."""
-    retry = DraftRequest(request.question, request.evidence, request.index, attempt=answer.attempts + 1)
+    retry = DraftRequest(
+        request.question, request.evidence, request.index, attempt=answer.attempts + 1, analysis=request.analysis
+    )
     attempt = yield from _run_attempt(extractive, retry, validator, clock)
     if attempt.issues or not attempt.has_claim:
         yield AnswerEvent(EventKind.REJECTED, attempt=retry.attempt, issues=attempt.issues)

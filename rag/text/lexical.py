@@ -13,6 +13,11 @@ import unicodedata
 from rag.store.numerals import canonical, chinese_value
 from rag.text.script import HAN
 
+# Where a passage is cut into coarse sentences (answerability's coverage, both readers): the
+# windows and passages the shipped readers were fit on were cut here, so a change to it changes
+# what the readers read.
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+
 _STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from as into about over under is are
     was were be been being am do does did have has had having i you he she it we they me him
@@ -108,3 +113,8 @@ def negation_count(text: str) -> int:
     "须批准，不超过 300 元")."""
     words = re.findall(r"[a-z]+(?:['’][a-z]+)?", text.lower().replace("’", "'"))
     return sum(1 for w in words if w in _NEGATIONS) + len(_CJK_NEGATION_RE.findall(text))
+
+
+def sentences(text: str) -> list[str]:
+    """Coarse sentences, the one cut answerability and the readers share (no offsets needed)."""
+    return [s for s in _SENTENCE_END.split(text) if s.strip()]

@@ -4,8 +4,9 @@
 terms (``rag.text.terms``) with their salience, the kind of answer its wording asks for, the
 figures and dates it states itself (``rag.text.figures``) and its parts. Retrieval (rewrite
 guard, recall routes, answerability, fallback wording) and the extractive answerer read it, so
-no stage reads the question differently from another. It is cached by question text, so a
-stage handed only the text gets the same object.
+no stage reads the question differently from another. ``rag.ask.stream_ask`` reads it once and
+hands it to ``retrieve`` and to the answer stage (``DraftRequest.analysis``); it is also cached
+by question text, so a stage called on its own with only the text gets the same object.
 
 A compound question ("What is the cap in London, and who approves exceptions?",
 "餐费补贴和住宿标准分别是多少？") is split into parts, each answered on its own. Splitting is by

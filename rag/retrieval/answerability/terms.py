@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rag.store.numerals import holds_number, is_figure
 from rag.store.tokenize import tokenize
 from rag.text import figures
+from rag.text.lexical import sentences  # re-exported: the one coarse sentence cut
 from rag.text.script import HAN
 from rag.text.synonyms import Synonym
 from rag.text.terms import AnswerKind, asks_for, question_terms
@@ -27,8 +28,6 @@ __all__ = [
     "question_terms",
     "sentences",
 ]
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
 
 
 _HAS = {
@@ -49,11 +48,6 @@ def carries(kind: AnswerKind, text: str) -> bool:
 def idf(df: int, n: int) -> float:
     """BM25's (Lucene) inverse document frequency; a term absent from the scope weighs most."""
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-
-
-def sentences(text: str) -> list[str]:
-    """Coarse sentences (coverage is all they are for: no offsets needed)."""
-    return [s for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 @dataclass(frozen=True)
