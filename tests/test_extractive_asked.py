@@ -10,7 +10,6 @@ import math
 import pytest
 from answer_helpers import make_evidence
 
-from rag.text.asked import AnswerKind, asked_share, carries
 from rag.answer.base import DraftRequest
 from rag.answer.conditions import Interval, outside_range, question_ranges, sentence_range
 from rag.answer.extractive import select_sentences
@@ -19,6 +18,7 @@ from rag.answer.sentences import partial_row, record_keys, split_sentences
 from rag.answer.support import EvidenceIndex
 from rag.ask import ask
 from rag.ingest.pipeline import UploadItem
+from rag.text.asked import AnswerKind, asked_share, carries
 
 POLICY = b"""# Claims handbook
 

@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     models = fit(rows)
     for script, m in models.items():
         prov = m["provenance"]
+        prov["command"] = COMMAND.replace(" --write", "".join(f" --drop {d}" for d in args.drop) + " --write")
         print(f"{script}: {prov['questions']} questions from {prov['data']}")
         print(f"  weights {dict(zip(m['features'], m['weights'], strict=True))} bias {m['bias']}")
         print(f"  AUC train {prov['train_auc']} · 5-fold CV {prov['cv5_auc']} · p_top alone {prov['p_top_alone_auc']}")

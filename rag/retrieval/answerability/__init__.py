@@ -50,7 +50,6 @@ __all__ = [
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
 _VETO_WORD = re.compile(rf"[A-Za-z][a-z]{{3,}}|[{HAN}]{{2,}}")
-AGREE_TOP = 5  # "both retrievers agree": the best chunk is in the top 5 of each
 EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 # the readers read the best reranked chunk: the window reader its focus window, the sentence reader all of it
 READ_CHUNKS = 1
@@ -128,14 +127,12 @@ def features(
             if not best or key > (best_share, carries(kind, best)):
                 best, best_share, best_missing = sent, cov.share, cov.missing
     # scores that are no probabilities give no p_top (none is made up); nothing recalled gives 0
-    p = [c.score for c in top] + [0.0, 0.0]
-    x = {"p_top": p[0], "p_margin": p[0] - p[1]} if calibrated else {}
+    x = {"p_top": top[0].score if top else 0.0} if calibrated else {}
     x |= {
         "missing_share": missing_share,
         "cover_chunk": cover_chunk,
         "cover_sentence": best_share,
         "kind_missing": float(bool(top) and kind is not AnswerKind.NONE and not carries(kind, best)),
-        "agree": float(bool(top) and _agree(top[0])),
         "absent_word": float(bool(absent_words(absent, question))),
     }
     unheld = tuple(m for m in best_missing if m not in absent)
@@ -227,10 +224,6 @@ def _readers(precision: str):
     reader = shipped_reader(precision)
     sreader = shipped_sentence_reader(precision) if reader is not None else None
     return (reader, sreader) if sreader is not None else (None, None)
-
-
-def _agree(c: EvidenceChunk) -> bool:
-    return all(r is not None and r <= AGREE_TOP for r in (c.dense_rank, c.sparse_rank))
 
 
 def assess(

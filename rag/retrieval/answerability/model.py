@@ -1,14 +1,14 @@
 """Answerability: does the retrieved evidence *answer* the question, not only match its topic?
 
 A logistic model over features that generalise across corpora and languages (see
-``FEATURES``): the best calibrated rerank probability and its margin over the runner-up,
-whether the question's salient terms occur in the searched scope at all, how much of the
-question the best chunk and the best single sentence hold, whether that sentence carries the
-kind of answer asked for (a date for "when", a number for "how many"), and whether the two
-retrievers agree. One model per script (``latin``, ``cjk``): Chinese questions are scored by
-another reranker and written differently. Weights are fit on training data only (SciFact
-train, CMRC 2018 trial) by ``python -m rag bench refusal --fit``; each model's bias is shifted
-so that its operating point chosen on train is probability 0.5 (``RAG_ANSWERABLE_THRESHOLD``).
+``FEATURES``): the best calibrated rerank probability, whether the question's salient terms occur
+in the searched scope at all, how much of the question the best chunk and the best single
+sentence hold, whether that sentence carries the kind of answer asked for (a date for "when", a
+number for "how many"), and, for Chinese, what the two readers read. One model per script
+(``latin``, ``cjk``): Chinese questions are scored by another reranker and written differently.
+Weights are fit on training data only (SciFact train, CMRC 2018 trial) by ``python -m rag bench
+refusal --dump`` then ``python -m rag.bench.fit_answerability``; each model's bias is shifted so
+that its operating point chosen on train is probability 0.5 (``RAG_ANSWERABLE_THRESHOLD``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ WEIGHTS_FILE = Path(__file__).with_name("weights.json")
 # name -> what it measures (shown beside its value and weight in the Inspector)
 FEATURES: dict[str, str] = {
     "p_top": "best calibrated rerank probability",
-    "p_margin": "best minus second-best rerank probability",
     "missing_share": "share of the question's term weight (idf) absent from every searched chunk",
     "cover_chunk": "share of the question's term weight held by the best chunk",
     "cover_sentence": "share of the question's term weight held by the best single evidence sentence",
     "kind_missing": "the question asks for a date / number / name and the best sentence holds none",
-    "agree": "the best chunk is in the top 5 of both retrievers (dense or e5, and BM25)",
     "absent_word": "an ordinary word of the question is in no searched chunk, in no spelling, synonym or close phrase",
     "reader": "the answer reader's probability that the best chunk's focus window holds the answer",
     "reader_sentence": "the sentence reader's P(some sentence holds the answer) for the best chunk, read whole",
