@@ -89,3 +89,14 @@ def test_dump_curves_reads_bench_refusal_dumps(tmp_path):
 def test_plot_needs_a_curve(tmp_path):
     with pytest.raises(ValueError, match="at least one curve"):
         plot_tradeoff([], Path(tmp_path / "x.png"))
+
+
+def test_the_status_cell_reads_the_stages_bench_beir_measures():
+    """The cell is keyed like ``BeirReport.table()`` (``rag.bench.beir.STAGES``): a renamed stage
+    shows up here as a dash, not as a silently missing figure."""
+    from rag.bench.beir import STAGES
+    from rag.bench.report import retrieval_cell
+
+    ndcg = dict(zip(STAGES, (0.672, 0.689, 0.716, 0.722), strict=True))
+    assert retrieval_cell(ndcg) == "reranked nDCG@10 **0.722** (dense 0.672, BM25 0.689, RRF 0.716)"
+    assert "—" in retrieval_cell({})
