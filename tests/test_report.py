@@ -100,3 +100,18 @@ def test_the_status_cell_reads_the_stages_bench_beir_measures():
     ndcg = dict(zip(STAGES, (0.672, 0.689, 0.716, 0.722), strict=True))
     assert retrieval_cell(ndcg) == "reranked nDCG@10 **0.722** (dense 0.672, BM25 0.689, RRF 0.716)"
     assert "—" in retrieval_cell({})
+
+
+def test_the_demo_test_row_says_whether_its_goal_is_met():
+    from types import SimpleNamespace
+
+    from rag.bench.report_sections import demo_status
+
+    def row(key_facts: float, false_refusals: int) -> list[str]:
+        refusal = {"total": 48, "should_refuse": 8, "correct_refusals": 4, "false_refusals": false_refusals}
+        run = SimpleNamespace(summary={"answer_quality": {"key_fact_recall": key_facts}, "refusal": refusal})
+        return demo_status(run, "gold-test.jsonl", "test", "report only")
+
+    assert row(0.6, 9)[3] == "key facts 1.0, no false refusal (not met)"
+    assert row(1.0, 0)[3] == "key facts 1.0, no false refusal"
+    assert "9/40 that must not" in row(0.6, 9)[2]

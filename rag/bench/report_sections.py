@@ -207,9 +207,15 @@ def demo_status(run: EvalRun, name: str, split: str, role: str) -> list[str]:
         f"Demo gold set, {split}",
         f"`data/demo/{name}`, {r['total']} questions ({split}: {role})",
         figure,
-        "none set" if split == "tune" else "key facts 1.0, no false refusal",
+        "none set" if split == "tune" else _demo_goal(q.get("key_fact_recall"), r["false_refusals"]),
         f"`python -m rag eval run data/demo/{name} --kb demo`",
     ]
+
+
+def _demo_goal(key_facts: float | None, false_refusals: int) -> str:
+    """The test split's goal, and whether today's run meets it."""
+    met = key_facts is not None and key_facts >= 1.0 and false_refusals == 0
+    return "key facts 1.0, no false refusal" + ("" if met else " (not met)")
 
 
 def positives_removed(gold: GoldSet) -> tuple[GoldSet, dict[str, set[str]]]:
