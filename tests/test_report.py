@@ -115,3 +115,10 @@ def test_the_demo_test_row_says_whether_its_goal_is_met():
     assert row(0.6, 9)[3] == "key facts 1.0, no false refusal (not met)"
     assert row(1.0, 0)[3] == "key facts 1.0, no false refusal"
     assert "9/40 that must not" in row(0.6, 9)[2]
+
+
+def test_a_goal_cell_says_met_or_not():
+    from rag.bench.report import goal_cell
+
+    assert goal_cell(0.771, 0.75) == "reranked nDCG@10 >= 0.75 (met)"
+    assert goal_cell(0.713, 0.75).endswith("(not met)") and goal_cell(None, 0.75).endswith("(not met)")
