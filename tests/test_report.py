@@ -122,3 +122,26 @@ def test_a_goal_cell_says_met_or_not():
 
     assert goal_cell(0.771, 0.75) == "reranked nDCG@10 >= 0.75 (met)"
     assert goal_cell(0.713, 0.75).endswith("(not met)") and goal_cell(None, 0.75).endswith("(not met)")
+
+
+def test_a_section_carried_over_keeps_its_plot_data(tmp_path):
+    """An ``--only`` run redraws the plots with the sections it did not measure: their nDCG and
+    curves travel in the kept block."""
+    from rag.bench.report import plot_data
+
+    section = _section()
+    carried = plot_data(section.kept("scifact"))
+    assert carried.ndcg == {"dense": 0.672, "reranked": 0.722}
+    assert carried.curves == section.curves
+    out = tmp_path / "docs" / "BENCHMARKS.md"
+    out.parent.mkdir()
+    write(out, Settings(home=tmp_path / "home"), tmp_path / "bench", {"scifact": section}, [])
+    demo = Section("## Demo\n\nmeasured", [], {}, [Curve("demo test", answerable=(0.9, 0.7), unanswerable=(0.2,))])
+    (out.parent / "img" / "ndcg-per-stage.png").unlink()  # the demo has no nDCG: only the carried SciFact can redraw it
+    write(out, Settings(home=tmp_path / "home"), tmp_path / "bench", {"demo": demo}, [])
+    text = out.read_text(encoding="utf-8")
+    assert "## SciFact" in text and "## Demo" in text
+    assert plot_data(text[text.index("<!-- kept: scifact -->") :]).ndcg["reranked"] == 0.722
+    assert (out.parent / "img" / "ndcg-per-stage.png").exists() and (
+        out.parent / "img" / "refusal-tradeoff.png"
+    ).exists()

@@ -18,11 +18,12 @@ them. This module is a CLI surface: it prints progress to stderr and writes the 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rag.bench import report_sections as sec
@@ -34,6 +35,7 @@ from rag.stages import Stage
 SECTIONS = ("scifact", "rgb-zh", "demo")
 KEPT_RE = re.compile(r"<!-- kept: (?P<name>[\w-]+) -->.*?<!-- /kept: (?P=name) -->", re.S)
 STATUS_RE = re.compile(r"<!-- status: (?P<cells>.+?) -->")
+PLOT_RE = re.compile(r"<!-- plot: (?P<json>\{.*?\}) -->")
 STATUS_HEADER = ["benchmark", "data (split: role)", "current figure", "goal", "command"]
 TRADEOFF_PNG, STAGES_PNG = "refusal-tradeoff.png", "ndcg-per-stage.png"
 
@@ -48,10 +50,23 @@ class Section:
     curves: list[Curve] = field(default_factory=list)
 
     def kept(self, name: str) -> str:
-        """The section as a kept block named ``name``, its status rows inside it: a later
-        ``--only`` run that does not measure it carries it over, status rows included."""
+        """The section as a kept block named ``name``, its status rows and plot data inside it: a
+        later ``--only`` run that does not measure it carries it over, and redraws the plots with
+        it (``plot_data``)."""
         rows = "".join(f"<!-- status: {' | '.join(row)} -->\n" for row in self.status)
-        return f"<!-- kept: {name} -->\n{self.markdown.strip()}\n\n{rows}<!-- /kept: {name} -->"
+        data = {"ndcg": self.ndcg, "curves": [asdict(c) for c in self.curves]}
+        plot = f"<!-- plot: {json.dumps(data, ensure_ascii=False)} -->\n" if self.ndcg or self.curves else ""
+        return f"<!-- kept: {name} -->\n{self.markdown.strip()}\n\n{rows}{plot}<!-- /kept: {name} -->"
+
+
+def plot_data(block: str) -> Section:
+    """The plot data a kept block carries (``Section.kept``), as a section without Markdown."""
+    match = PLOT_RE.search(block)
+    if not match:
+        return Section("")
+    data = json.loads(match.group("json"))
+    curves = [Curve(c["label"], tuple(c["answerable"]), tuple(c["unanswerable"])) for c in data.get("curves", [])]
+    return Section("", [], dict(data.get("ndcg", {})), curves)
 
 
 LABELS = {"scifact": "SciFact", "rgb-zh": "RGB-zh", "demo": "demo"}  # section -> its name in the plots
@@ -83,7 +98,10 @@ def write(out: Path, settings: Settings, bench: Path, sections: dict[str, Sectio
     kept = kept_sections(out)
     blocks = [sections[n].kept(n) if n in sections else kept[n] for n in SECTIONS if n in sections or n in kept]
     blocks += [text for n, text in kept.items() if n not in SECTIONS]
-    images = plots(out.parent / "img", sections, extra)
+    carried = {n: plot_data(kept[n]) for n in SECTIONS if n not in sections and n in kept}
+    images = plots(
+        out.parent / "img", {n: {**carried, **sections}[n] for n in SECTIONS if n in carried or n in sections}, extra
+    )
     body = [header(settings), status_table(kept_status(blocks), images), reproduce(settings, bench)]
     body += [*blocks, sec.splits()]
     out.parent.mkdir(parents=True, exist_ok=True)
