@@ -1,10 +1,12 @@
 """A refusal as a user sees it in Debian's Chromium: Chat's "Why" and the Inspector's Scores tab
-name the rule that decided (the absent-term rule for the sabbatical question, not a passing
+name the rule that decided (the absent-term rule for the sabbatical question, not
 P(answerable)), the chart draws no threshold that did not decide, and a Chinese refusal is
 labelled in Chinese. The demo knowledge base is built on the first page load of an empty
 RAG_HOME. Screenshots go to test-artifacts/browser-explain/."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from app_support import ROOT, act, app_server, ask_in_chat, chromium_page
@@ -48,7 +50,12 @@ def test_2_the_scores_tab_agrees_with_the_why(page):
     assert any("Decided by" in m and "absent-term rule" in m for m in metrics), metrics
     assert any("Absent terms" in m and "sabbatical" in m for m in metrics), metrics
     assert not any("Margin" in m for m in metrics), metrics
-    assert "did not decide: the absent-term rule refuses whatever the score" in main
+    # the probability line says the rule decided, worded by its own comparison (the model's
+    # reading of the question may fall either side of the threshold)
+    said = re.search(r"P\(answerable\) [\d.]+ (≥|<) [\d.]+ (did not decide|would have refused too)", main)
+    assert said, main
+    assert said.group(2) == ("did not decide" if said.group(1) == "≥" else "would have refused too"), said.group(0)
+    assert "the absent-term rule refuses whatever the score" in main or "the absent-term rule decided first" in main
     charts = " ".join(page.locator(".js-plotly-plot").all_inner_texts())
     assert "Rerank score distribution" in charts and "threshold" not in charts.lower(), charts
     page.screenshot(path=str(SHOTS / "02-inspector-scores.png"), full_page=True)

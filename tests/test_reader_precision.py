@@ -144,4 +144,4 @@ def test_retrieval_asks_for_the_readers_in_the_precision_of_the_settings_it_was_
     monkeypatch.setenv("RAG_READER_PRECISION", "bfloat16")
     kb = FakeKB("zh", [FakeDoc("d1", ["员工每年有二十五天年假。"])], HashEmbedder())
     retrieve(kb, "员工每年有几天年假？", Settings(reader_precision="float32"), persist=False)
-    assert asked == ["float32"]
+    assert asked and set(asked) == {"float32"}  # every assessment (a wider retry is a second one)
