@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from rag import rules
 from rag.errors import ConfigError
 
 READER_PRECISIONS = ("auto", "float32", "bfloat16")  # RAG_READER_PRECISION (rag.readers.e5module)
@@ -117,6 +118,11 @@ class Settings:
     support_threshold: float = _f(
         0.54, "Minimum support score for a cited sentence (calibrated: `python -m rag calibrate-support`)."
     )
+    rules_off: str = _f(
+        "",
+        "Ablation benchmarks only: decision and answer rules turned off, comma-separated (rag/rules.py names "
+        "them; the shipped models were fit with every rule on).",
+    )
     # --- limits ---
     max_file_mb: float = _f(50.0, "Largest accepted upload in MB.", affects=False)
     max_pages: int = _f(2000, "Most pages accepted in one document.", affects=False)
@@ -169,6 +175,7 @@ class Settings:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
         if self.rewrite not in {"off", "rules", "llm"}:
             raise ConfigError(f"Unknown rewrite mode '{self.rewrite}'.")
+        rules.parse(self.rules_off)
         object.__setattr__(self, "home", Path(self.home))
         return self
 

@@ -285,3 +285,29 @@ def test_a_fit_can_leave_out_features_a_script_s_readers_do_not_earn(tmp_path, c
     assert out.startswith("latin: 60 questions") and "'reader'" not in out and "'absent_word'" in out
     with pytest.raises(SystemExit, match="--drop readr: not features"):
         main([str(path), "--drop", "readr"])
+
+
+def test_a_rule_asked_again_is_compared_question_by_question():
+    from dataclasses import replace
+
+    from rag.bench.ablation import again_tables, asked_again
+    from rag.errors import DatasetError
+
+    base = _ablation_rows()
+    # the rule off: its signal gone from the features, and 30 unanswerable questions refused
+    off = [
+        replace(r, features={**r.features, "cover_sentence": 0.5}, refused=not r.answerable and int(r.qid) < 30)
+        for r in base
+    ]
+    decided, refits = asked_again(base, {"frames": off})
+    assert [(d.rule, d.questions) for d in decided] == [("", 120), ("frames", 120)]
+    assert decided[0].unanswerable_refused == 0.0 and decided[1].unanswerable_refused == 0.25
+    assert decided[1].answerable_refused == 0.0
+    (every, without) = refits
+    assert without.removed == "frames" and every.auc > 0.9 and without.auc < 0.7
+    text = again_tables(decided, refits)
+    assert "| frames | scifact-train | 120 | 0.000 · +0.000 | 0.250 · +0.250 |" in text
+    with pytest.raises(DatasetError, match="other questions"):
+        asked_again(base, {"frames": off[:-1]})
+    with pytest.raises(DatasetError, match="Unknown rule"):
+        asked_again(base, {"nope": off})

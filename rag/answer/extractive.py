@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 from llama_index.core.llms import LLM
 
+from rag import rules
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.conditions import outside_range
@@ -166,7 +167,9 @@ def score_for_part(
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n) if q_vec is not None else None
-        leads = {} if part.yes_no else lead_ins(chunk.segments)  # a yes/no is answered in a sentence's own words
+        leads = (
+            {} if part.yes_no or not rules.on("lead-ins") else lead_ins(chunk.segments)
+        )  # a yes/no is answered in a sentence's own words
         cut_row = partial_row(chunk.segments)  # the chunk starts inside a table row: that tail answers nothing
         # held by every sentence here
         topic = matched_terms(part.tokens | part.context, chunk.topic, chunk.topic_tokens)
@@ -202,7 +205,7 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
     factor = NO_FIGURE_FACTOR if no_figure or no_date else 1.0
     if part.cjk != (script_of(body) == CJK):
         factor *= OTHER_LANGUAGE_FACTOR
-    if outside_range(part.ranges, body):
+    if rules.on("out-of-range") and outside_range(part.ranges, body):
         factor *= OUT_OF_RANGE_FACTOR
     gives = (part.wants_figure and not no_figure) or (part.wants_date and not no_date)
     return factor, gives
@@ -309,10 +312,11 @@ def _answer_part(
     holding under a fifth of the part's terms does not answer it, whatever the reader says. Only
     sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete."""
     ranked = sorted(score_for_part(part, request.index, vectors, reader), key=lambda p: -p.score)
+    min_coverage = MIN_COVERAGE if rules.on("min-coverage") else 0.0
     usable = [
         p
         for p in ranked
-        if p.usable and p.carried and p.coverage >= MIN_COVERAGE and lexical.normalize(p.segment.text) not in rejected
+        if p.usable and p.carried and p.coverage >= min_coverage and lexical.normalize(p.segment.text) not in rejected
     ]
     if not usable or usable[0].score < floor:
         return []
@@ -339,7 +343,9 @@ def _answer_like(text: str, yes_no: bool = False) -> bool:
     the question's words ("2022北京冬奥会开幕式总导演是谁?") holds its terms but states nothing.
     For a yes/no part a lead-in can answer: "…，无需提供餐饮发票：" says no before its list."""
     end = _SOURCE_REF_RE.sub("", text).rstrip(' \t"”’」』)）')
-    if end.endswith(("?", "？")) or (end.endswith((":", "：")) and not yes_no) or text.lstrip().startswith("#"):
+    asks = rules.on("question-sentences") and end.endswith(("?", "？"))
+    lead_in = rules.on("lead-ins") and end.endswith((":", "：")) and not yes_no
+    if asks or lead_in or text.lstrip().startswith("#"):
         return False
     cjk = len(CJK_RE.findall(text))
     return cjk >= MIN_CJK_CHARS if cjk else len(text.split()) >= MIN_WORDS

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rag import rules
 from rag.answer.conditions import Interval, question_ranges
 from rag.text import figures as figure_rules
 from rag.text import lexical
@@ -70,7 +71,9 @@ def _part(text: str) -> QuestionPart:
     ranges = question_ranges(text)
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
-    figures, dates = frozenset(lexical.numbers(text)), _dates(text)
+    # the figures and dates it states itself, which answer nothing it asks (rule "own-figures")
+    own = rules.on("own-figures")
+    figures, dates = (frozenset(lexical.numbers(text)), _dates(text)) if own else (frozenset(), frozenset())
     asked = asked_for(text, cjk, _content)
     return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, figures, dates, asked)
 
@@ -93,4 +96,6 @@ _dates = figure_rules.dates_in
 def missing_names(part: QuestionPart, known: str) -> list[str]:
     """Names and version numbers of ``part`` that the evidence (``known``, casefolded) never
     mentions: the question is about something the documents do not cover ("Contoso", "6.0")."""
+    if not rules.on("missing-names"):
+        return []
     return [n for n in part.names if n.casefold() not in known]

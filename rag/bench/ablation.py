@@ -2,6 +2,7 @@
 
     python -m rag bench refusal scifact-train --limit 300 --fallback reject --ablate all
     python -m rag.bench.ablation DUMP [DUMP ...] [--ablate FEATURE ...]   # from `bench refusal --dump`
+    python -m rag.bench.ablation DUMP --again RULE=DUMP_OFF ...           # a rule asked again off
 
 For each script's model (``latin``, ``cjk``, ``cjk/reader``, grouped as ``fit_answerability``
 fits them) the logistic regression is refit on the same rows once with every feature and once
@@ -12,14 +13,18 @@ of unanswerable questions refused at the operating point that refuses at most
 ``absent-term-rule`` keeps every feature and drops the rule that refuses a question holding an
 ordinary word no searched chunk contains (Latin script only); ``a+b`` removes a group at once
 (features that stand in for each other show no loss alone). Only training sets are read.
+
+``--again RULE=DUMP_OFF`` compares dumps of the same questions asked with a rule of
+``rag.rules`` off (``RAG_RULES_OFF``): the rules that shape the question's terms change the
+features themselves, so refitting without a feature cannot measure them.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +34,7 @@ from rag.bench.refusal import SETS, Row, load_dump
 from rag.errors import DatasetError
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES
+from rag.rules import RULES
 
 RULE = "absent-term-rule"
 ABLATIONS = (*FEATURES, RULE)
@@ -108,7 +114,7 @@ def _applies(name: str, model: str, rows: Sequence[Row]) -> bool:
     return model.split("/")[0] == "latin" if name == RULE else all(name in r.features for r in rows)
 
 
-def table(results: Sequence[Ablation]) -> str:
+def table(results: Sequence[Ablation], nothing: str = "(nothing: every feature and rule)") -> str:
     """A Markdown table: each refit beside its model's full refit."""
     full = {a.model: a for a in results if not a.removed}
     lines = [
@@ -120,10 +126,76 @@ def table(results: Sequence[Ablation]) -> str:
         base = full[a.model]
         change = "" if not a.removed else f"{a.unanswerable_refused - base.unanswerable_refused:+.3f}"
         lines.append(
-            f"| {a.model} | {a.removed or '(nothing: every feature and rule)'} | {a.questions} | {a.auc:.3f} | "
+            f"| {a.model} | {a.removed or nothing} | {a.questions} | {a.auc:.3f} | "
             f"{a.unanswerable_refused:.3f} ({a.answerable_refused:.3f}) | {change} |"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One set asked with one rule off (``rule`` '' = every rule on), as the shipped models decided."""
+
+    rule: str
+    set: str
+    questions: int
+    answerable_refused: float
+    unanswerable_refused: float
+
+
+def _key(r: Row) -> tuple[str, str, str]:
+    return (r.set, r.qid, r.condition)
+
+
+def asked_again(base: Sequence[Row], again: Mapping[str, Sequence[Row]]) -> tuple[list[Decided], list[Ablation]]:
+    """What each rule buys, from the same questions asked again with it off (``again``: rule ->
+    the rows of ``RAG_RULES_OFF=<rule> bench refusal --dump``, on some or all of the base dump's
+    sets, the same questions of each): per set, the shipped models'
+    decisions; per model, an out-of-fold refit on the rows each asking gives (a rule changes the
+    features, so a refit without it is the fair comparison). ``Ablation.removed`` names the rule."""
+    pairs: list[tuple[str, Sequence[Row]]] = [("", base)]
+    for rule, rows in again.items():
+        if rule not in RULES:
+            raise DatasetError(f"Unknown rule '{rule}'.", fix=f"Use any of: {', '.join(RULES)}.")
+        sets = {r.set for r in rows}
+        if {_key(r) for r in rows} != {_key(r) for r in base if r.set in sets}:
+            raise DatasetError(
+                f"The '{rule}' dump asked other questions than the base dump.",
+                fix="Ask sets of the base dump with the same --limit and --folds, the rule off (RAG_RULES_OFF).",
+            )
+        pairs.append((rule, rows))
+    decided, refits = [], []
+    for rule, rows in pairs:
+        for name in dict.fromkeys(r.set for r in rows):
+            part = [r for r in rows if r.set == name]
+            yes = [r for r in part if r.answerable]
+            no = [r for r in part if not r.answerable]
+            decided.append(Decided(rule, name, len(yes), _refused_share(yes), _refused_share(no)))
+        for model, part in groups(rows).items():
+            refits.append(replace(measure(part, model), removed=rule))
+    return decided, refits
+
+
+def _refused_share(rows: Sequence[Row]) -> float:
+    return round(sum(r.refused for r in rows) / len(rows), 3) if rows else 0.0
+
+
+def again_tables(decided: Sequence[Decided], refits: Sequence[Ablation]) -> str:
+    """Two Markdown tables: each set as decided, each model refit, beside every rule on."""
+    base = {d.set: d for d in decided if not d.rule}
+    lines = [
+        "| rule off | set | questions | answerable refused · change | unanswerable refused · change |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for d in decided:
+        b = base[d.set]
+        da = "" if not d.rule else f" · {d.answerable_refused - b.answerable_refused:+.3f}"
+        du = "" if not d.rule else f" · {d.unanswerable_refused - b.unanswerable_refused:+.3f}"
+        lines.append(
+            f"| {d.rule or '(none)'} | {d.set} | {d.questions} | {d.answerable_refused:.3f}{da} | "
+            f"{d.unanswerable_refused:.3f}{du} |"
+        )
+    return "\n".join(lines) + "\n\nRefit out of fold on each asking's rows:\n\n" + table(refits, "(none)")
 
 
 def parse_names(values: Sequence[str]) -> tuple[str, ...]:
@@ -137,8 +209,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rag.bench.ablation", description=__doc__.split("\n")[0])
     ap.add_argument("dumps", nargs="+", help="JSONL files written by `bench refusal --dump` on training sets")
     ap.add_argument("--ablate", action="append", default=[], help=f"all, or any of: {', '.join(ABLATIONS)}")
+    ap.add_argument(
+        "--again",
+        action="append",
+        default=[],
+        metavar="RULE=DUMP",
+        help="the same questions asked with RAG_RULES_OFF=RULE (rag/rules.py): compare them with DUMPS",
+    )
     args = ap.parse_args(argv)
     rows = [r for d in args.dumps for r in load_dump(Path(d))]
+    if args.again:
+        again = {}
+        for item in args.again:
+            rule, _, path = item.partition("=")
+            again[rule] = [r for p in path.split(",") for r in load_dump(Path(p))]
+        print(again_tables(*asked_again(rows, again)))
+        return 0
     print(table(ablate(rows, parse_names(args.ablate or ["all"]))))
     return 0
 

@@ -56,5 +56,7 @@ def dataset_name(folder: str | Path) -> str:
     if parts and parts[-1] == "beir":
         parts = parts[:-1]
     if not parts or parts[-1] == "..":
-        raise ValueError(f"{folder}: no dataset name in this path (pass the dataset's folder, e.g. cmrc2018-trial/beir)")
+        raise ValueError(
+            f"{folder}: no dataset name in this path (pass the dataset's folder, e.g. cmrc2018-trial/beir)"
+        )
     return parts[-1]

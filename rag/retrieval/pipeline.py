@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rag import rules
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.embedder import load_multilingual
 from rag.errors import ModelUnavailable
@@ -277,7 +278,7 @@ class _Judge:
             )
             for s in ranked.results[:EVIDENCE_CHUNKS]
         ]
-        stats = self.kb.term_stats(list(self._analysis.terms), self.allowed)
+        stats = self.kb.term_stats(list(self._analysis.terms), self.allowed, near=rules.on("spellings"))
         others = self.kb.term_stats(synonym_tokens(self.question), self.allowed, near=False)
         stats = TermStats(stats.chunks, {**others.df, **stats.df}, stats.near)
         return assess(

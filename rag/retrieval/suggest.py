@@ -145,7 +145,9 @@ _STAGES = {
 }
 
 
-def _after_recall(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int) -> tuple[dict[str, Any], str]:
+def _after_recall(
+    kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult, recall_k: int
+) -> tuple[dict[str, Any], str]:
     """``recall_k``, and what else would stop the chunk once recalled that wide. A wider recall
     brings other candidates too, so the question is retrieved once more with it (not saved) and
     the chunk's rerank place and the evidence budget are read from that trial; the note says when
@@ -194,7 +196,11 @@ def _absent(trace: Trace) -> list[str]:
     fb, a = trace.fallback, trace.answerability
     if fb is not None and fb.decided_by is not None:
         return list(fb.vetoed_terms) if fb.decided_by is Decider.ABSENT_TERMS else []
-    return vetoing(a.absent_terms, a.script, trace.question, tuple(a.weights)) if a is not None and not a.answerable else []
+    return (
+        vetoing(a.absent_terms, a.script, trace.question, tuple(a.weights))
+        if a is not None and not a.answerable
+        else []
+    )
 
 
 def _coverage(trace: Trace) -> Change:

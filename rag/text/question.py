@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 
+from rag import rules
 from rag.store.tokenize import tokenize
 from rag.text import figures, lexical
 from rag.text.asked import head_phrase
@@ -57,9 +58,14 @@ class QuestionAnalysis:
     parts: tuple[str, ...]  # its parts in order (one when it is not compound)
 
 
-@lru_cache(maxsize=256)
 def analyse(question: str) -> QuestionAnalysis:
     """The one reading of ``question`` (cached: read-only)."""
+    return _analyse(question, rules.off())
+
+
+@lru_cache(maxsize=256)
+def _analyse(question: str, off: frozenset[str]) -> QuestionAnalysis:
+    """``analyse`` under the rules turned ``off`` (``rag.rules``; they shape its terms)."""
     script = script_of(question)
     terms = question_terms(question)
     parts = tuple(split_parts(question, script))

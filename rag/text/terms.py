@@ -15,6 +15,7 @@ from enum import Enum
 from functools import lru_cache
 from types import MappingProxyType
 
+from rag import rules
 from rag.store.tokenize import tokenize
 from rag.text import figures
 from rag.text.frames import is_frame_token
@@ -32,9 +33,9 @@ QUESTION_WORDS_ZH = frozenset(
     "什么 哪些 哪个 哪里 哪儿 哪位 哪家 哪年 哪一年 哪天 哪一天 哪国 哪 多少 几 几个 几年 几次 几名 几人 如何 怎么 怎样 怎么样 "
     "为什么 为何 是否 是不是 吗 呢 吧 啊 谁 请问 有 有没有 没有 会 能 可以 要 需要 何时 什么时候 时候 多久 多长 多大 "
     "一下 请 我 我们 你 你们 他 她 它 哪些人 什么样 多少钱 怎么办 是 为 被 给 让 对 从 到 把 向 上 下 中 个 些 "
-    "由谁 谁来 由谁来 被谁 的话 现在 目前 如今 做出 有何 有哪些 方面 地方 这个 这些 那个 那些 "
-    "大约 大概 大致 左右 主要 实际 称之为 之为".split()
+    "由谁 谁来 由谁来 被谁 的话 现在 目前 如今 做出 有何 有哪些 方面 地方 这个 这些 那个 那些".split()
 )
+HEDGES_ZH = frozenset("大约 大概 大致 左右 主要 实际 称之为 之为".split())  # how sure, not what about
 # "Which *regions* does", "what *colour* is", "哪些*地区*", "什么*颜色*": the word after these names
 # the kind of answer asked for, which the answer need not say ("It lives in Peru"): not a term to
 # look for. In English only when a verb follows it ("which sabbatical rules apply": "sabbatical"
@@ -72,25 +73,39 @@ def asks_for(question: str) -> AnswerKind:
     return AnswerKind.PERSON if _PERSON_ASKED.search(question) else AnswerKind.NONE
 
 
-@lru_cache(maxsize=512)
 def question_terms(question: str) -> Mapping[str, str]:
     """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen), less
     the answer category after "which" / "哪些" (``CATEGORY_AFTER_*``).
     Cached (read-only): the pipeline reads them for the term statistics and again for the features."""
+    return _question_terms(question, rules.off())
+
+
+@lru_cache(maxsize=512)
+def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
+    """``question_terms`` with the rules ``off`` turned off (``rag.rules``: an ablation)."""
+    categories, frames = "categories" not in off, "frames" not in off
+    grammar, hedges = "grammar-words" not in off, HEDGES_ZH if "hedges" not in off else frozenset()
     out: dict[str, str] = {}
     words = [_CONTRACTION.sub("", w) for w in _WORD.findall(question)]
     for i, word in enumerate(words):
-        if word.lower() in QUESTION_WORDS_EN or _is_category(words, i) or _is_grammar(word):
+        if (
+            word.lower() in QUESTION_WORDS_EN
+            or (categories and _is_category(words, i))
+            or (grammar and _is_grammar(word))
+        ):
             continue
         prev = ""
         for term in tokenize(word):
             after, prev = prev, term
             if (
                 term in QUESTION_WORDS_ZH
+                or term in hedges
                 or term in QUESTION_WORDS_EN
                 or not term.strip()
-                or (after in CATEGORY_AFTER_ZH and _CJK_CHAR.match(term))  # Latin tokens come last
-                or (_CJK_CHAR.match(term) and is_frame_token(term))  # "几项", "哪所", "慧是": rag.text.frames
+                or (categories and after in CATEGORY_AFTER_ZH and _CJK_CHAR.match(term))  # Latin tokens come last
+                or (
+                    frames and _CJK_CHAR.match(term) and is_frame_token(term)
+                )  # "几项", "哪所", "慧是": rag.text.frames
             ):
                 continue
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
 
+from rag import rules
 from rag.readers.reader import READER_SCRIPTS, focus, shipped_reader
 from rag.readers.sentence_reader import shipped_sentence_reader
 from rag.records import TermStats
@@ -104,7 +105,7 @@ def features(
     near = stats.near
     others = present_synonyms(surface, stats)
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
-    if embed is not None and gone and ranked:
+    if embed is not None and gone and ranked and rules.on("close-phrases"):
         latin = {t: surface[t] for t in gone if not CJK_LETTER_RE.search(t)}
         for t, close in close_phrases(latin, [c.text for c in ranked[:EVIDENCE_CHUNKS]], embed).items():
             others[t] = (Synonym(close.phrase, tuple(tokenize(close.phrase)), f"close phrase, cos {close.cosine:.2f}"),)
@@ -150,6 +151,8 @@ def features(
 def synonym_tokens(question: str) -> list[str]:
     """The BM25 tokens of every synonym of ``question``'s terms, whose counts in the scope tell
     which synonyms the documents use (``present_synonyms``)."""
+    if not rules.on("synonyms"):
+        return []
     return list(dict.fromkeys(tok for t in question_terms(question) for s in synonyms(t) for tok in s.tokens))
 
 
@@ -157,6 +160,8 @@ def present_synonyms(surface: Mapping[str, str], stats: TermStats) -> dict[str, 
     """Term -> its synonyms that some chunk of the scope holds every token of (its terms that the
     scope holds as written need none)."""
     out: dict[str, tuple[Synonym, ...]] = {}
+    if not rules.on("synonyms"):
+        return out
     for t in surface:
         if stats.df.get(t, 0):
             continue
@@ -304,7 +309,8 @@ def _is_frame(term: str, shaping: set[str]) -> bool:
     everyday word (``rag.text.frequency``): none of them refuses or is named as missing."""
     low = term.lower()
     lang = "zh" if CJK_LETTER_RE.search(term) else "en"
-    return low in ENGLISH_STOP_WORDS or low in shaping or is_everyday(term, lang)
+    everyday = rules.on("everyday-words") and is_everyday(term, lang)
+    return low in ENGLISH_STOP_WORDS or low in shaping or everyday
 
 
 def _reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:

@@ -22,7 +22,9 @@ from rag.text.frequency import is_grammar
 
 # python -m rag.bench.fit_close_phrases: bundled all-MiniLM-L6-v2, 95% quantile of WordNet sister-pair cosines (fit half)
 CLOSE_PHRASE_MIN = 0.599
-CLOSE_PHRASE_MODEL = "bundled:all-MiniLM-L6-v2"  # the embedder it was fit with: another one's cosines mean another thing
+CLOSE_PHRASE_MODEL = (
+    "bundled:all-MiniLM-L6-v2"  # the embedder it was fit with: another one's cosines mean another thing
+)
 MAX_PHRASES = 200  # phrases read from the evidence, first seen first
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*[A-Za-z]|[A-Za-z]")
 _CLAUSE = re.compile(r"[.,;:!?()\[\]\n\u2014\u2013]+|\s-\s")  # a phrase never spans these

@@ -1,0 +1,73 @@
+"""The rules that shape what the answer-or-refuse decision and the extractive answerer read, by
+name, each with a switch that turns it off for an ablation (``docs/ANSWERABILITY.md``).
+
+``RAG_RULES_OFF=frames,synonyms`` asks with those rules off: ``python -m rag bench refusal ...
+--dump FILE`` then measures what each one buys (``python -m rag.bench.ablation BASE --again
+RULE=FILE``). Never in use: the shipped models were fit with every rule on. The switch is read
+from the environment where each rule runs (deep in term extraction, which takes no settings);
+``Settings.rules_off`` reads the same variable, so the fingerprint of every trace says which
+rules were off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from rag.errors import ConfigError
+
+ENV = "RAG_RULES_OFF"
+
+# name -> what it does (one line; docs/ANSWERABILITY.md has the failure each exists for)
+RULES: Mapping[str, str] = MappingProxyType(
+    {
+        # the question's terms (rag.text.terms) and how the evidence holds them
+        "categories": "the answer category after which / what / 哪些 / 什么 is not a term",
+        "frames": "a Chinese token glued to a pointer or a particle (几项, 哪所, 慧是) is not a term",
+        "hedges": "hedges (大约, 主要, 实际, 称之为) are not terms",
+        "grammar-words": "the most common English words (Zipf >= 5.75: 'here', 'am') are not terms",
+        "everyday-words": "an everyday word (Zipf >= 4.5: 'money') absent from the documents never refuses",
+        "spellings": "another spelling (a typo, another jieba cut, a figure in Chinese numerals) is not absent",
+        "synonyms": "a WordNet (English) or Cilin (Chinese) synonym in the documents covers a term",
+        "close-phrases": "an evidence phrase close in meaning (MiniLM cosine >= 0.599) covers an English term",
+        # the extractive answerer (rag.answer.extractive)
+        "question-sentences": "a sentence that asks (a headline, an FAQ line) never answers",
+        "own-figures": "a figure or date the question states itself is not an answer to it",
+        "missing-names": "a name or version the evidence never mentions leaves the part unanswered",
+        "out-of-range": "a rule for a range the asked amount is outside of is lowered",
+        "min-coverage": "a sentence holding under a fifth of the part's terms never answers",
+        "lead-ins": "a list item counts its lead-in's terms, and a lead-in never answers",
+    }
+)
+
+
+def parse(text: str) -> frozenset[str]:
+    """Rule names from a comma list; an unknown one raises with the known names."""
+    names = frozenset(n.strip() for n in text.split(",") if n.strip())
+    unknown = sorted(names - RULES.keys())
+    if unknown:
+        raise ConfigError(f"Unknown rule(s) in {ENV}: {', '.join(unknown)}.", fix=f"Use any of: {', '.join(RULES)}.")
+    return names
+
+
+def off() -> frozenset[str]:
+    """The rules turned off now (``RAG_RULES_OFF``); none in normal use."""
+    raw = os.environ.get(ENV, "")
+    return _parsed(raw) if raw else frozenset()
+
+
+_CACHE: dict[str, frozenset[str]] = {}
+
+
+def _parsed(raw: str) -> frozenset[str]:
+    if raw not in _CACHE:
+        _CACHE[raw] = parse(raw)
+    return _CACHE[raw]
+
+
+def on(name: str) -> bool:
+    """Whether rule ``name`` applies (a name ``RULES`` lacks is a programmer's mistake)."""
+    if name not in RULES:
+        raise ValueError(f"unknown rule {name!r}; known: {', '.join(RULES)}")
+    return name not in off()
