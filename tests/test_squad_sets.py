@@ -44,7 +44,11 @@ def _bench(tmp_path):
     """A benchmark data folder: one article in each of the four sets; the Chinese one titled in
     Chinese, sharing question ids with XQuAD."""
     en_qas = [_qa("en1", "Who was the leader of the Normans?", "Rollo"), _qa("en2", "Who was the Norman queen?", None)]
-    zh_qas = [_qa("x1", "诺曼人的首领是谁？", "罗洛"), _qa("zh2", "诺曼人的女王是谁？", None), _qa("zh3", "罗马皇帝是谁？", "恺撒")]
+    zh_qas = [
+        _qa("x1", "诺曼人的首领是谁？", "罗洛"),
+        _qa("zh2", "诺曼人的女王是谁？", None),
+        _qa("zh3", "罗马皇帝是谁？", "恺撒"),
+    ]
     _write(tmp_path, squad.SOURCES["squad2-en"][0], _squad("Normans", EN_CONTEXT, en_qas))
     _write(tmp_path, squad.SOURCES["squad2-zh"][0], _squad("诺曼人", ZH_CONTEXT, zh_qas))
     _write(tmp_path, squad.SOURCES["xquad-en"][0], _squad("Normans", EN_CONTEXT, [_qa("x1", "Who led them?", "Rollo")]))
