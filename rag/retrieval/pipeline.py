@@ -32,7 +32,7 @@ from rag.retrieval.rewrite import mine_acronyms, rewrite
 from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
 from rag.source import KnowledgeSource
 from rag.stages import TOTAL, Stage
-from rag.text.question import QuestionAnalysis, analyse
+from rag.text.question import QuestionAnalysis, reading
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +165,7 @@ def retrieve(
     t0 = time.perf_counter()
     settings = settings or kb.settings
     question = check_query((question or "").strip(), settings)
-    if analysis is not None and analysis.text != question:
-        raise ValueError(f"analysis of {analysis.text!r} handed with question {question!r}")
-    analysis = analysis or analyse(question)  # the one reading of the question, handed to the stages below
+    analysis = reading(question, analysis)  # the one reading of the question, handed to the stages below
     filters = clean_filters(filters)
     ctx = context(kb, settings)
     revision = int(kb.index_revision)  # read before searching: what the results come from
@@ -263,7 +261,7 @@ class _Judge:
 
     @property
     def _analysis(self) -> QuestionAnalysis:
-        return self.analysis or analyse(self.question)
+        return reading(self.question, self.analysis)
 
     def _assess(self, pool, ranked) -> Answerability:
         by_id = {f.chunk_id: f for f in pool}

@@ -84,6 +84,16 @@ def _analyse(question: str, off: frozenset[str]) -> QuestionAnalysis:
     )
 
 
+def reading(question: str, analysis: QuestionAnalysis | None = None) -> QuestionAnalysis:
+    """``question``'s one reading: ``analysis`` when the ask hands it over, else ``analyse``.
+    An analysis of another question is a programmer's mistake and raises."""
+    if analysis is None:
+        return analyse(question)
+    if analysis.text != question:
+        raise ValueError(f"analysis of {analysis.text!r} handed with question {question!r}")
+    return analysis
+
+
 def _salience(terms: Mapping[str, str], parts: tuple[str, ...], script: Script) -> Mapping[str, float]:
     """Each term's weight: 1, or, for the terms naming the asked thing of a part ("the Wi-Fi
     *password* in the Dublin office"), as much as the part's other terms together."""

@@ -33,7 +33,7 @@ from rag.retrieval.answerability.terms import (
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
 from rag.text.frequency import is_everyday
-from rag.text.question import QuestionAnalysis, analyse
+from rag.text.question import QuestionAnalysis, reading
 from rag.text.script import CJK_LETTER_RE, HAN, is_chinese, script_of  # script_of, is_chinese: re-exported
 from rag.text.synonyms import Synonym, synonyms
 
@@ -100,7 +100,7 @@ def features(
     the answer reader that gives the ``reader`` feature, ``sentence_reader`` the one that gives
     ``reader_sentence``; without one its feature is left out; ``embed``: the embedder that
     finds close phrases for English terms found no other way)."""
-    analysis = analysis or analyse(question)  # the ask's one reading, when the pipeline hands it over
+    analysis = reading(question, analysis)  # the ask's one reading, when the pipeline hands it over
     surface = analysis.terms
     near = stats.near
     others = present_synonyms(surface, stats)
