@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,7 +42,11 @@ FIT_ON = {
 # ships with them added here.
 READER_TRAINED_ON = ("cmrc-trial", "cmrc-trial-hard")
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
-COMMAND = "python -m rag.bench.fit_answerability DUMP --write"
+
+
+def command(drops: Sequence[str] = ()) -> str:
+    """The command that writes a model fit without the ``drops`` features (its provenance)."""
+    return "python -m rag.bench.fit_answerability DUMP" + "".join(f" --drop {d}" for d in drops) + " --write"
 
 
 def matrix(rows: list[Row], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -91,7 +96,7 @@ def cv_auc(x: np.ndarray, y: np.ndarray, groups: np.ndarray, folds: int = 5) -> 
     return auc(p, y)
 
 
-def fit_script(rows: list[Row], script: str) -> dict:
+def fit_script(rows: list[Row], script: str, drops: Sequence[str] = ()) -> dict:
     from sklearn.linear_model import LogisticRegression
 
     names = tuple(n for n in FEATURES if all(n in r.features for r in rows))
@@ -119,7 +124,7 @@ def fit_script(rows: list[Row], script: str) -> dict:
             "train_auc": round(auc(p, y), 4),
             "cv5_auc": round(cv_auc(x, y, groups), 4),
             "p_top_alone_auc": round(auc(x[:, names.index("p_top")], y), 4),
-            "command": COMMAND,
+            "command": command(drops),
             "date": datetime.now(UTC).date().isoformat(),
             "script": script,
         },
@@ -146,7 +151,9 @@ def fit_rows(rows: list[Row]) -> dict[str, list[Row]]:
     return out
 
 
-def fit(rows: list[Row]) -> dict[str, dict]:
+def fit(rows: list[Row], drops: Sequence[str] = ()) -> dict[str, dict]:
+    """One model per script (``fit_rows``) on training rows; ``drops``: the features left out of
+    them (``--drop``), named in each model's provenance command."""
     bad = sorted({r.set for r in rows if r.set not in SETS or not SETS[r.set].train})
     if bad:
         raise SystemExit(
@@ -156,7 +163,7 @@ def fit(rows: list[Row]) -> dict[str, dict]:
     out = {}
     for key, part in fit_rows(rows).items():
         if len(part) >= 50:
-            out[key] = fit_script(part, key.split("/")[0])
+            out[key] = fit_script(part, key.split("/")[0], drops)
     return out
 
 
@@ -228,10 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         for result in rescored(rows):
             print_result(result)
         return 0
-    models = fit(rows)
+    models = fit(rows, args.drop)
     for script, m in models.items():
         prov = m["provenance"]
-        prov["command"] = COMMAND.replace(" --write", "".join(f" --drop {d}" for d in args.drop) + " --write")
         print(f"{script}: {prov['questions']} questions from {prov['data']}")
         print(f"  weights {dict(zip(m['features'], m['weights'], strict=True))} bias {m['bias']}")
         print(f"  AUC train {prov['train_auc']} · 5-fold CV {prov['cv5_auc']} · p_top alone {prov['p_top_alone_auc']}")
