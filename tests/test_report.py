@@ -117,11 +117,11 @@ def test_the_demo_test_row_says_whether_its_goal_is_met():
     assert "9/40 that must not" in row(0.6, 9)[2]
 
 
-def test_a_goal_cell_says_met_or_not():
-    from rag.bench.report import goal_cell
+def test_an_ndcg_goal_cell_says_met_or_not():
+    from rag.bench.report import ndcg_goal_cell
 
-    assert goal_cell(0.771, 0.75) == "reranked nDCG@10 >= 0.75 (met)"
-    assert goal_cell(0.713, 0.75).endswith("(not met)") and goal_cell(None, 0.75).endswith("(not met)")
+    assert ndcg_goal_cell(0.771, 0.75) == "reranked nDCG@10 >= 0.75 (met)"
+    assert ndcg_goal_cell(0.713, 0.75).endswith("(not met)") and ndcg_goal_cell(None, 0.75).endswith("(not met)")
 
 
 def test_a_section_carried_over_keeps_its_plot_data(tmp_path):

@@ -98,10 +98,9 @@ def write(out: Path, settings: Settings, bench: Path, sections: dict[str, Sectio
     kept = kept_sections(out)
     blocks = [sections[n].kept(n) if n in sections else kept[n] for n in SECTIONS if n in sections or n in kept]
     blocks += [text for n, text in kept.items() if n not in SECTIONS]
-    carried = {n: plot_data(kept[n]) for n in SECTIONS if n not in sections and n in kept}
-    images = plots(
-        out.parent / "img", {n: {**carried, **sections}[n] for n in SECTIONS if n in carried or n in sections}, extra
-    )
+    # each section's plot data: measured now, else carried in the kept block it replaces
+    data = {n: sections[n] if n in sections else plot_data(kept[n]) for n in SECTIONS if n in sections or n in kept}
+    images = plots(out.parent / "img", data, extra)
     body = [header(settings), status_table(kept_status(blocks), images), reproduce(settings, bench)]
     body += [*blocks, sec.splits()]
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +192,7 @@ Each section names its own command; every `eval run` is stored (`python -m rag e
 RGB_ZH_NDCG_GOAL = 0.75  # reranked nDCG@10 on RGB-zh test, the goal of dense retrieval in every language
 
 
-def goal_cell(value: float | None, at_least: float) -> str:
+def ndcg_goal_cell(value: float | None, at_least: float) -> str:
     """A ">= goal" cell that says whether ``value`` meets it."""
     met = value is not None and value >= at_least
     return f"reranked nDCG@10 >= {at_least:.2f} ({'met' if met else 'not met'})"
@@ -271,7 +270,7 @@ def rgb_zh(path: Path, settings: Settings, limit: int) -> Section:
             "RGB-zh retrieval",
             data,
             retrieval_cell(ndcg),
-            goal_cell(ndcg.get(Stage.RERANK), RGB_ZH_NDCG_GOAL),
+            ndcg_goal_cell(ndcg.get(Stage.RERANK), RGB_ZH_NDCG_GOAL),
             "`python -m rag bench beir rgb-zh`",
         ],
         [
