@@ -175,7 +175,11 @@ class Settings:
             raise ConfigError(f"Unknown fallback policy '{self.fallback}'.")
         if self.rewrite not in {"off", "rules", "llm"}:
             raise ConfigError(f"Unknown rewrite mode '{self.rewrite}'.")
-        rules.parse(self.rules_off)
+        if rules.parse(self.rules_off) != rules.off():  # the rules read the environment where they run
+            raise ConfigError(
+                f"rules_off '{self.rules_off}' differs from {rules.ENV}='{os.environ.get(rules.ENV, '')}'.",
+                fix=f"Turn rules off through the environment ({rules.ENV}=name,...), not as a setting override.",
+            )
         object.__setattr__(self, "home", Path(self.home))
         return self
 

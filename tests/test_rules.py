@@ -38,6 +38,8 @@ def test_a_rule_off_changes_the_fingerprint(monkeypatch):
     _off(monkeypatch, "synonyms")
     off = Settings.from_env()
     assert off.rules_off == "synonyms" and off.fingerprint() != plain.fingerprint()
+    with pytest.raises(ConfigError, match="differs from RAG_RULES_OFF"):  # the rules would not see it
+        Settings.from_env(rules_off="frames")
 
 
 @pytest.mark.parametrize(
