@@ -36,6 +36,7 @@ from rag.text.script import CJK, script_of
 log = logging.getLogger(__name__)
 # Chroma collection names ("rag_<kb>") must end with a letter or digit.
 KB_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,46}[a-z0-9])?$")
+TEXTS_CACHED = 256  # document revisions whose text a knowledge base keeps in memory
 _catalogs: dict[Path, Catalog] = {}
 
 
@@ -85,7 +86,8 @@ class KnowledgeBase:
         self._dense = DenseMatrix(self.vectors, self.embedder.dim)
         self._ml_dense = DenseMatrix(self.vectors, 384, multilingual=True)
         self._ml_index: tuple[int, MultilingualIndex] | None = None  # (index revision, its coverage)
-        self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._texts: OrderedDict[tuple[str, int], str] = OrderedDict()  # (doc id, revision) -> text
+        self._texts_lock = threading.Lock()  # the BM25 worker thread reads texts beside the caller
         self.retrieval_cache: dict = {}  # retrieval's, per knowledge base object (rag.source.KnowledgeSource)
         self.catalog.create_kb(
             name,
@@ -297,13 +299,15 @@ class KnowledgeBase:
         if revision is None:
             return self.catalog.document_text(self.name, doc_id)
         key = (doc_id, revision)
-        text = self._texts.get(key)
+        with self._texts_lock:
+            text = self._texts.get(key)
         if text is None:
             text = self.catalog.document_text(self.name, doc_id, revision)
             if text:  # a revision's text never changes while it has chunks; "" means dropped
-                self._texts[key] = text
-                while len(self._texts) > 256:
-                    self._texts.pop(next(iter(self._texts)), None)
+                with self._texts_lock:
+                    self._texts[key] = text
+                    while len(self._texts) > TEXTS_CACHED:
+                        self._texts.popitem(last=False)
         return text
 
     def _records(self, rows) -> list[ChunkRecord]:

@@ -196,3 +196,31 @@ def test_unchanged_pdf_from_an_older_parser_is_parsed_again(make_kb):
     assert again.status == "updated" and again.revision == first.revision + 1
     assert (kb.document("policy.pdf").parser, kb.document("policy.pdf").parser_version) == (PARSER, PARSER_VERSION)
     assert kb.ingest_file("policy.pdf", data).status == "unchanged"
+
+
+def test_document_texts_are_read_from_several_threads_at_once(make_kb, monkeypatch):
+    """The BM25 worker thread reads chunk texts beside the caller's thread: the text cache's
+    eviction once raced with an insert ("OrderedDict mutated during iteration")."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    import rag.kb
+
+    monkeypatch.setattr(rag.kb, "TEXTS_CACHED", 2)  # six documents read in turn: every read evicts
+    kb = make_kb()
+    items = [UploadItem(f"note{i}.txt", f"Note {i}: the office opens at {i} am.".encode()) for i in range(6)]
+    kb.ingest(items)
+    docs = [(d.id, d.revision, f"Note {d.name[4]}:") for d in kb.documents()]
+
+    def read(n: int) -> bool:
+        doc_id, revision, start = docs[n % len(docs)]
+        return kb.document_text(doc_id, revision).startswith(start)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns every few bytecodes, as on a loaded machine
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            assert all(pool.map(read, range(100000)))
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(kb._texts) <= 2
