@@ -306,7 +306,8 @@ def test_a_rule_asked_again_is_compared_question_by_question():
     (every, without) = refits
     assert without.removed == "frames" and every.auc > 0.9 and without.auc < 0.7
     text = again_tables(decided, refits)
-    assert "| frames | scifact-train | 120 | 0.000 · +0.000 | 0.250 · +0.250 |" in text
+    assert "| frames | scifact-train | 120 | 0.000 · +0.000 | 0.250 · +0.250 | 30 | 240 |" in text
+    assert (decided[0].changed, decided[0].features_changed) == (0, 0)
     with pytest.raises(DatasetError, match="other questions"):
         asked_again(base, {"frames": off[:-1]})
     with pytest.raises(DatasetError, match="Unknown rule"):

@@ -141,6 +141,8 @@ class Decided:
     questions: int
     answerable_refused: float
     unanswerable_refused: float
+    changed: int = 0  # asks decided otherwise than with every rule on
+    features_changed: int = 0  # asks whose features differ from those with every rule on
 
 
 def _key(r: Row) -> tuple[str, str, str]:
@@ -165,12 +167,15 @@ def asked_again(base: Sequence[Row], again: Mapping[str, Sequence[Row]]) -> tupl
             )
         pairs.append((rule, rows))
     decided, refits = [], []
+    first = {_key(r): r for r in base}
     for rule, rows in pairs:
         for name in dict.fromkeys(r.set for r in rows):
             part = [r for r in rows if r.set == name]
             yes = [r for r in part if r.answerable]
             no = [r for r in part if not r.answerable]
-            decided.append(Decided(rule, name, len(yes), _refused_share(yes), _refused_share(no)))
+            changed = sum(r.refused != first[_key(r)].refused for r in part)
+            moved = sum(r.features != first[_key(r)].features for r in part)
+            decided.append(Decided(rule, name, len(yes), _refused_share(yes), _refused_share(no), changed, moved))
         for model, part in groups(rows).items():
             refits.append(replace(measure(part, model), removed=rule))
     return decided, refits
@@ -184,8 +189,9 @@ def again_tables(decided: Sequence[Decided], refits: Sequence[Ablation]) -> str:
     """Two Markdown tables: each set as decided, each model refit, beside every rule on."""
     base = {d.set: d for d in decided if not d.rule}
     lines = [
-        "| rule off | set | questions | answerable refused · change | unanswerable refused · change |",
-        "|---|---|---:|---:|---:|",
+        "| rule off | set | questions | answerable refused · change | unanswerable refused · change "
+        "| asks decided otherwise | asks with other features |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for d in decided:
         b = base[d.set]
@@ -193,7 +199,7 @@ def again_tables(decided: Sequence[Decided], refits: Sequence[Ablation]) -> str:
         du = "" if not d.rule else f" · {d.unanswerable_refused - b.unanswerable_refused:+.3f}"
         lines.append(
             f"| {d.rule or '(none)'} | {d.set} | {d.questions} | {d.answerable_refused:.3f}{da} | "
-            f"{d.unanswerable_refused:.3f}{du} |"
+            f"{d.unanswerable_refused:.3f}{du} | {d.changed} | {d.features_changed} |"
         )
     return "\n".join(lines) + "\n\nRefit out of fold on each asking's rows:\n\n" + table(refits, "(none)")
 
