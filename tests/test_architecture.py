@@ -23,6 +23,7 @@ ROOMS: dict[str, tuple[int, str]] = {
     "rag.stages": (0, "kernel"),
     "rag.source": (0, "kernel"),
     "rag.llm": (0, "kernel"),
+    "rag.rules": (0, "kernel"),
     "rag.store": (1, "store/ingest"),
     "rag.ingest": (1, "store/ingest"),
     "rag.text": (1, "store/ingest"),
