@@ -88,9 +88,9 @@ def test_synonyms_off_leaves_a_synonym_uncovered(monkeypatch):
 
 def test_answer_stage_rules_off(monkeypatch):
     monkeypatch.delenv(rules.ENV, raising=False)
+    headline = "2022北京冬奥会开幕式总导演是谁？"
     lead_in = "Daily meal allowances for the city tier:"
     (part,) = question_parts("What changed in Contoso 6.0 in 2022?")
-    headline = "2022北京冬奥会开幕式总导演是谁？"
     assert not _answer_like(headline) and not _answer_like(lead_in)
     assert missing_names(part, "release notes for 5.0") == ["Contoso", "6.0"]
     assert part.figures == {"6", "2022"}
