@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import lru_cache
 from types import MappingProxyType
 
 from rag.errors import ConfigError
@@ -57,13 +58,9 @@ def off() -> frozenset[str]:
     return _parsed(raw) if raw else frozenset()
 
 
-_CACHE: dict[str, frozenset[str]] = {}
-
-
+@lru_cache(maxsize=16)
 def _parsed(raw: str) -> frozenset[str]:
-    if raw not in _CACHE:
-        _CACHE[raw] = parse(raw)
-    return _CACHE[raw]
+    return parse(raw)
 
 
 def on(name: str) -> bool:
