@@ -13,7 +13,7 @@ from rag.readers.loader import MODELS_DIR
 
 
 def test_every_listed_file_is_there_with_its_sha256_and_every_weights_file_is_listed():
-    assert manifest.check() == []  # after a refit: python -m rag.readers.manifest --update
+    assert manifest.check() == []  # after a refit: python -m rag models --update
     listed = {e["path"] for e in manifest.load()}
     assert {
         "models/reader-cjk.pt",
@@ -27,7 +27,7 @@ def test_each_entry_names_its_data_by_benchmark_name_and_a_command_that_rebuilds
         assert "/" not in e["data"].split(" ")[0] and "shared/bench" not in e["data"], e["path"]
         assert e["command"].count("python -m rag") >= 1 and set(e["licence"]) == {"data", "base_model"}
     cmrc = [e for e in manifest.load() if "cmrc" in e["data"]]
-    assert cmrc and all("rag.eval.squad_beir" in e["command"] for e in cmrc)  # the converter the fit needs
+    assert cmrc and all("rag eval import-squad" in e["command"] for e in cmrc)  # the converter the fit needs
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_a_refit_file_is_reported_and_update_records_its_new_sha256(repo):
     assert manifest.check(repo) == []
     (repo / "models/a.pt").write_bytes(b"refit weights")
     assert manifest.check(repo) == [
-        "models/a.pt: sha256 differs from the manifest's (refit? run `python -m rag.readers.manifest --update`)"
+        "models/a.pt: sha256 differs from the manifest's (refit? run `python -m rag models --update`)"
     ]
     assert manifest.update(repo) == ["models/a.pt"]
     assert manifest.check(repo) == []
@@ -87,3 +87,10 @@ def test_a_dataset_folder_is_named_by_its_benchmark():
     assert dataset_name("/work/shared/bench/scifact") == "scifact"
     with pytest.raises(ValueError, match="no dataset name"):
         dataset_name("..")
+
+
+def test_the_models_command_checks_the_shipped_weights(capsys):
+    from rag.cli import main
+
+    assert main(["models"]) == 0
+    assert capsys.readouterr().out.startswith(f"models/MANIFEST.json: {len(manifest.load())} files, all present")

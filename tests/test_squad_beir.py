@@ -6,9 +6,10 @@ import json
 
 import pytest
 
+from rag.cli import main
 from rag.errors import BenchDataNotFound
 from rag.eval.beir import load_beir
-from rag.eval.squad_beir import convert, main
+from rag.eval.squad_beir import convert
 
 CMRC_SHAPED = {
     "version": "v1.0",
@@ -59,7 +60,7 @@ CMRC_SHAPED = {
 def test_a_cmrc_shaped_file_becomes_the_beir_set_the_fits_read(tmp_path):
     src = tmp_path / "cmrc2018_trial.json"
     src.write_text(json.dumps(CMRC_SHAPED, ensure_ascii=False), encoding="utf-8")
-    assert main([str(src), str(tmp_path / "beir")]) == 0
+    assert main(["eval", "import-squad", str(src), str(tmp_path / "beir")]) == 0
     assert convert(src, tmp_path / "again") == (2, 3)  # passages, queries
     corpus = [json.loads(line) for line in (tmp_path / "beir/corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     assert corpus[0] == {"_id": "TRIAL_1", "title": "泡泡战士", "text": "玩家以水枪泡封敌人。生命数耗完即算为踢爆。"}
@@ -100,7 +101,7 @@ def test_a_missing_or_wrong_file_says_what_to_pass(tmp_path):
 def test_the_readers_fits_say_how_to_build_the_set_they_need(tmp_path):
     from rag.bench.fit_cjk_reader import cmrc_beir
 
-    with pytest.raises(BenchDataNotFound, match="python -m rag.eval.squad_beir .*cmrc2018_trial.json"):
+    with pytest.raises(BenchDataNotFound, match="python -m rag eval import-squad .*cmrc2018_trial.json"):
         cmrc_beir(tmp_path / "cmrc2018-trial" / "beir")
     src = tmp_path / "cmrc2018_trial.json"
     src.write_text(json.dumps(CMRC_SHAPED, ensure_ascii=False), encoding="utf-8")

@@ -18,10 +18,10 @@ over own + others, as is, vs gutted + the same others) and own vs gutted, beside
 overlap's.
 The lower layers are frozen, so their output is computed once; only the top ``TRAIN_LAYERS``
 layers and the head train, and only they are written (float16) to ``models/reader-cjk.pt``
-(then ``python -m rag.readers.manifest --update`` records its sha256 in ``models/MANIFEST.json``).
+(then ``python -m rag models --update`` records its sha256 in ``models/MANIFEST.json``).
 
 The data is CMRC 2018 trial in its BEIR form, built from the raw ``cmrc2018_trial.json`` by
-``python -m rag.eval.squad_beir ../shared/bench/cmrc2018-trial/cmrc2018_trial.json ../shared/bench/cmrc2018-trial/beir``.
+``python -m rag eval import-squad ../shared/bench/cmrc2018-trial/cmrc2018_trial.json ../shared/bench/cmrc2018-trial/beir``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def cmrc_beir(folder: Path) -> Path:
     raw = folder.parent / "cmrc2018_trial.json"
     raise BenchDataNotFound(
         f"No CMRC 2018 trial BEIR set at {folder} (corpus.jsonl, queries.jsonl, qrels/train.tsv).",
-        fix=f"Build it: python -m rag.eval.squad_beir {raw} {folder} (cmrc2018_trial.json from "
+        fix=f"Build it: python -m rag eval import-squad {raw} {folder} (cmrc2018_trial.json from "
         "https://github.com/ymcui/cmrc2018), or pass --data with the folder that holds it.",
     )
 
@@ -394,7 +394,7 @@ def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], com
         },
         path,
     )
-    print(f"wrote {path}; record its sha256: python -m rag.readers.manifest --update")
+    print(f"wrote {path}; record its sha256: python -m rag models --update")
 
 
 def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]) -> None:

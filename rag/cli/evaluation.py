@@ -1,4 +1,4 @@
-"""`python -m rag eval {run,compare,list,import-beir}` and `python -m rag report`.
+"""`python -m rag eval {run,compare,list,import-beir,import-squad}` and `python -m rag report`.
 
 User-fixable problems (a malformed gold set, an unknown setting, a missing run) raise
 ``RagError``; ``rag.cli.main`` prints them in one line and exits 2.
@@ -58,6 +58,12 @@ def add_parsers(sub) -> None:
     b.add_argument("--limit", type=int, default=0, help="only the first N corpus documents")
     b.add_argument("--out", help="gold-set path (default <home>/goldsets/<kb>/<dataset>-<split>.jsonl)")
     b.set_defaults(func=cmd_import_beir)
+
+    q = esub.add_parser("import-squad", help="write a SQuAD-shaped file (CMRC 2018) as a BEIR folder the fits read")
+    q.add_argument("source", type=Path, help="the SQuAD-shaped JSON file (e.g. cmrc2018_trial.json)")
+    q.add_argument("out", type=Path, help="the BEIR folder to write (e.g. cmrc2018-trial/beir)")
+    q.add_argument("--split", default="train", help="the qrels split name (default train)")
+    q.set_defaults(func=cmd_import_squad)
 
     rep = sub.add_parser("report", help="benchmark report: SciFact, RGB-zh, demo gold set -> docs/BENCHMARKS.md")
     rep.add_argument("--bench", default=None, help="folder with scifact/ and rgb-zh/ (default: RAG_BENCH_DATA)")
@@ -155,6 +161,14 @@ def cmd_list(args) -> int:
         head = " ".join(f"{k} {fmt(v)}" for k, v in r.headline.items())
         print(f"{r.id}  {r.created_at}  {r.goldset:20}  {r.questions:>4} q  config {r.config_fingerprint}  {head}")
     print(f"{len(runs)} runs in '{kb.name}'")
+    return 0
+
+
+def cmd_import_squad(args) -> int:
+    from rag.eval.squad_beir import convert
+
+    done = convert(args.source, args.out, args.split)
+    print(f"wrote {args.out}: {done.passages} passages, {done.queries} queries (qrels/{args.split}.tsv)")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Command line: python -m rag {ingest,docs,delete,search,reindex,demo,ask,why,eval,bench,...}.
+"""Command line: python -m rag {ingest,docs,delete,search,reindex,demo,ask,why,eval,bench,models,...}.
 
 One module per area (``kb``, ``ask``, ``evaluation``, ``backup``, ``bench``), each adding its
 subcommands; each imports its feature lazily so ``--help`` stays fast. User-fixable problems
@@ -15,7 +15,7 @@ from rag.errors import RagError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from rag.cli import access, ask, backup, bench, evaluation, kb, why
+    from rag.cli import access, ask, backup, bench, evaluation, kb, models, why
 
     p = argparse.ArgumentParser(prog="python -m rag", description="Ragscope: ask your documents, see why.")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_parser(sub)
     ask.add_calibrate_parser(sub)
     why.add_parser(sub)
+    models.add_parser(sub)
     evaluation.add_parsers(sub)
     backup.add_parsers(sub)
     bench.add_parsers(sub)

@@ -1,6 +1,6 @@
 """SQuAD-shaped reading-comprehension files (CMRC 2018's ``cmrc2018_trial.json``) as a BEIR set.
 
-    python -m rag.eval.squad_beir ../shared/bench/cmrc2018-trial/cmrc2018_trial.json ../shared/bench/cmrc2018-trial/beir
+    python -m rag eval import-squad ../shared/bench/cmrc2018-trial/cmrc2018_trial.json ../shared/bench/cmrc2018-trial/beir
 
 Each paragraph becomes one passage (``_id`` = the paragraph's id, the article's ``title``, its
 ``context`` as ``text``), each question a query whose ``metadata.answers`` are its answer texts
@@ -14,7 +14,6 @@ every question is answered by its paragraph.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -67,18 +66,3 @@ def convert(source: Path, out: Path, split: str = "train") -> Converted:
 
 def _jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rag.eval.squad_beir", description=__doc__.split("\n")[0])
-    ap.add_argument("source", type=Path, help="the SQuAD-shaped JSON file (e.g. cmrc2018_trial.json)")
-    ap.add_argument("out", type=Path, help="the BEIR folder to write (e.g. cmrc2018-trial/beir)")
-    ap.add_argument("--split", default="train", help="the qrels split name (default train)")
-    args = ap.parse_args(argv)
-    done = convert(args.source, args.out, args.split)
-    print(f"wrote {args.out}: {done.passages} passages, {done.queries} queries (qrels/{args.split}.tsv)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

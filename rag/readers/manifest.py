@@ -2,9 +2,9 @@
 ships, with its sha256, what it is, the benchmark data it was fit on (by name), the command
 that rebuilds it and the licences of that data and of its base model.
 
-    python -m rag.readers.manifest            # check: every listed file is there with its sha256,
-                                              # every weights file is listed
-    python -m rag.readers.manifest --update   # after a refit: write the listed files' new sha256s
+    python -m rag models            # check: every listed file is there with its sha256,
+                                    # every weights file is listed
+    python -m rag models --update   # after a refit: write the listed files' new sha256s
 
 A refit changes a file's sha256; ``--update`` records the new one (the entry's data, command and
 licences are written by hand, since only a person knows them). A new weights file needs an
@@ -13,10 +13,8 @@ entry first: ``--update`` refuses to invent one.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from rag.readers.loader import MODELS_DIR
@@ -64,7 +62,7 @@ def check(root: Path = ROOT) -> list[str]:
             problems.append(f"{e.get('path')}: listed but missing (restore it, or remove its entry)")
         elif e.get("sha256") and sha256(path) != e["sha256"]:
             problems.append(
-                f"{e['path']}: sha256 differs from the manifest's (refit? run `python -m rag.readers.manifest --update`)"
+                f"{e['path']}: sha256 differs from the manifest's (refit? run `python -m rag models --update`)"
             )
     for f in weight_files(root):
         if f not in listed:
@@ -85,22 +83,3 @@ def update(root: Path = ROOT) -> list[str]:
             changed.append(e["path"])
     path.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return changed
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rag.readers.manifest", description=__doc__.split("\n")[0])
-    ap.add_argument("--update", action="store_true", help="write the listed files' current sha256s")
-    args = ap.parse_args(argv)
-    if args.update:
-        for p in update():
-            print(f"updated {p}")
-    problems = check()
-    for p in problems:
-        print(p, file=sys.stderr)
-    if not problems:
-        print(f"models/{MANIFEST_NAME}: {len(load())} files, all present with their sha256")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
