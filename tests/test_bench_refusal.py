@@ -312,3 +312,31 @@ def test_a_rule_asked_again_is_compared_question_by_question():
         asked_again(base, {"frames": off[:-1]})
     with pytest.raises(DatasetError, match="Unknown rule"):
         asked_again(base, {"nope": off})
+
+
+def test_what_each_term_rule_keeps_out_of_the_questions_terms(monkeypatch):
+    from rag import rules
+    from rag.bench.ablation import terms_again, terms_table
+    from rag.errors import DatasetError
+
+    monkeypatch.delenv(rules.ENV, raising=False)
+    asked = [
+        ("scifact-train", "1", "Which regions does the policy cover after 2020?"),
+        ("cmrc-trial", "2", "该公司大约有多少员工？"),
+        ("cmrc-trial", "3", "法规一共有几项规定？"),
+    ]
+    rows = [
+        Row(s, q, cond, text, False, "answer", 0.5, "latin", {}, [], 1.0)
+        for s, q, text in asked
+        for cond in ("as_is", "removed")  # a question's two conditions count once
+    ]
+    found = {(t.rule, t.set): t for t in terms_again(rows)}
+    assert found["categories", "scifact-train"].kept_out == ("regions",)
+    assert found["grammar-words", "scifact-train"].kept_out == ("after",)
+    assert found["hedges", "cmrc-trial"].kept_out == ("大约",) and found["hedges", "cmrc-trial"].changed == 1
+    assert found["frames", "cmrc-trial"].kept_out == ("几项",) and found["frames", "cmrc-trial"].questions == 2
+    assert found["hedges", "scifact-train"].changed == 0
+    assert rules.ENV not in __import__("os").environ  # every rule on again after
+    assert "| hedges | cmrc-trial | 2 | 1 (0.500) |" in terms_table(list(found.values()))
+    with pytest.raises(DatasetError, match="training sets only"):
+        terms_again([replace(rows[0], set="rgb-zh")])

@@ -3,6 +3,7 @@
     python -m rag bench refusal scifact-train --limit 300 --fallback reject --ablate all
     python -m rag.bench.ablation DUMP [DUMP ...] [--ablate FEATURE ...]   # from `bench refusal --dump`
     python -m rag.bench.ablation DUMP --again RULE=DUMP_OFF ...           # a rule asked again off
+    python -m rag.bench.ablation DUMP [DUMP ...] --terms                  # what the term rules keep out
 
 For each script's model (``latin``, ``cjk``, ``cjk/reader``, grouped as ``fit_answerability``
 fits them) the logistic regression is refit on the same rows once with every feature and once
@@ -17,12 +18,17 @@ ordinary word no searched chunk contains (Latin script only); ``a+b`` removes a 
 ``--again RULE=DUMP_OFF`` compares dumps of the same questions asked with a rule of
 ``rag.rules`` off (``RAG_RULES_OFF``): the rules that shape the question's terms change the
 features themselves, so refitting without a feature cannot measure them.
+
+``--terms`` reads the dumps' questions only: for each rule that shapes the question's terms
+(``TERM_RULES``), how many questions' salient terms (what the Inspector's term table lists and the
+coverage shares count) change with it off, and the words it keeps out most often.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,8 +40,10 @@ from rag.bench.refusal import SETS, Row, load_dump
 from rag.errors import DatasetError
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES
-from rag.rules import RULES
+from rag.rules import RULES, turned_off
+from rag.text.terms import question_terms
 
+TERM_RULES = ("categories", "frames", "hedges", "grammar-words")  # rules of rag.text.terms.question_terms
 RULE = "absent-term-rule"
 ABLATIONS = (*FEATURES, RULE)
 FOLDS = 5
@@ -204,6 +212,64 @@ def again_tables(decided: Sequence[Decided], refits: Sequence[Ablation]) -> str:
     return "\n".join(lines) + "\n\nRefit out of fold on each asking's rows:\n\n" + table(refits, "(none)")
 
 
+@dataclass(frozen=True)
+class TermsOff:
+    """What one term rule keeps out of one set's questions' salient terms."""
+
+    rule: str
+    set: str
+    questions: int
+    changed: int  # questions whose terms differ with the rule off
+    terms_on: float  # salient terms a question, every rule on
+    terms_off: float
+    kept_out: tuple[str, ...]  # the words most often added with the rule off
+
+
+def terms_again(rows: Sequence[Row], names: Sequence[str] = TERM_RULES, top: int = 6) -> list[TermsOff]:
+    """Each term rule off in turn over the rows' distinct questions (per set, training sets only)."""
+    groups(rows)  # refuses a set that is not for training
+    per_set: dict[str, list[str]] = {}
+    for r in rows:
+        per_set.setdefault(r.set, [])
+        if r.question not in per_set[r.set]:
+            per_set[r.set].append(r.question)
+    out = []
+    for rule in names:
+        for name, questions in per_set.items():
+            with turned_off(()):
+                on = [set(question_terms(q).values()) for q in questions]
+            with turned_off([rule]):
+                off = [set(question_terms(q).values()) for q in questions]
+            added = Counter(w for a, b in zip(on, off, strict=True) for w in b - a)
+            n = len(questions)
+            out.append(
+                TermsOff(
+                    rule,
+                    name,
+                    n,
+                    sum(1 for a, b in zip(on, off, strict=True) if a != b),
+                    sum(map(len, on)) / n,
+                    sum(map(len, off)) / n,
+                    tuple(w for w, _ in added.most_common(top)),
+                )
+            )
+    return out
+
+
+def terms_table(results: Sequence[TermsOff]) -> str:
+    lines = [
+        "| rule off | set | questions | terms changed | salient terms a question: on -> off | most often let in |",
+        "|---|---|---:|---:|---|---|",
+    ]
+    for t in results:
+        share = t.changed / t.questions if t.questions else 0.0
+        lines.append(
+            f"| {t.rule} | {t.set} | {t.questions} | {t.changed} ({share:.3f}) | "
+            f"{t.terms_on:.2f} -> {t.terms_off:.2f} | {', '.join(t.kept_out) or '—'} |"
+        )
+    return "\n".join(lines)
+
+
 def parse_names(values: Sequence[str]) -> tuple[str, ...]:
     """``--ablate`` values: names, comma lists, or ``all``."""
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
@@ -222,8 +288,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="RULE=DUMP",
         help="the same questions asked with RAG_RULES_OFF=RULE (rag/rules.py): compare them with DUMPS",
     )
+    ap.add_argument("--terms", action="store_true", help="what each term rule keeps out of the questions' terms")
     args = ap.parse_args(argv)
     rows = [r for d in args.dumps for r in load_dump(Path(d))]
+    if args.terms:
+        print(terms_table(terms_again(rows)))
+        return 0
     if args.again:
         again = {}
         for item in args.again:
