@@ -99,7 +99,7 @@ def test_a_missing_or_wrong_file_says_what_to_pass(tmp_path):
 
 
 def test_the_readers_fits_say_how_to_build_the_set_they_need(tmp_path):
-    from rag.bench.fit_cjk_reader import cmrc_beir
+    from rag.bench.reader_pairs import cmrc_beir
 
     with pytest.raises(BenchDataNotFound, match="python -m rag eval import-squad .*cmrc2018_trial.json"):
         cmrc_beir(tmp_path / "cmrc2018-trial" / "beir")

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from rag.bench import squad
 from rag.bench.fit_answerability import fit_rows
-from rag.bench.fit_cjk_reader import squad_pairs, squad_split
+from rag.bench.reader_pairs import squad_pairs, squad_split
 from rag.bench.refusal import Row
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 

@@ -159,8 +159,9 @@ def train_e5(rows: list[dict], held_folds: set[int], epochs: int, lr: float, evi
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_predict
 
-    from rag.bench.fit_cjk_reader import Pair, logits_of, precompute
+    from rag.bench.fit_cjk_reader import logits_of, precompute
     from rag.bench.fit_cjk_reader import train as train_top
+    from rag.bench.reader_pairs import Pair
     from rag.readers.reader import TRAIN_LAYERS as E5_LAYERS
     from rag.readers.reader import untrained
 

@@ -32,13 +32,8 @@ import numpy as np
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
-from rag.bench.fit_cjk_reader import (  # the same data and recipe
-    cmrc_beir,
-    fine_tune,
-    paraphrased,
-    train_questions,
-    write_fine_tune,
-)
+from rag.bench.fit_cjk_reader import fine_tune, write_fine_tune  # the same recipe
+from rag.bench.reader_pairs import cmrc_beir, paraphrased, train_questions  # and data
 from rag.readers.reader import grams, padded, untrained
 from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,
