@@ -72,8 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, upstream_port: int, token: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, upstream_port: int, token: str, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.upstream_port, self.token = upstream_port, token
         self.counts = {"accepted": 0, "rejected": 0, "dropped": 0}
         self.drops, self.drop_when, self.hang_s = 0, "before", 0.0
@@ -93,8 +93,8 @@ class _ProxyServer(ThreadingHTTPServer):
 
 
 class AuthProxy:
-    def __init__(self, upstream_port: int, token: str = "") -> None:
-        self.server = _ProxyServer(upstream_port, token)
+    def __init__(self, upstream_port: int, token: str = "", port: int = 0) -> None:
+        self.server = _ProxyServer(upstream_port, token, port)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -48,6 +49,25 @@ def test_server_down_at_start_is_a_clear_error_and_nothing_else_breaks(settings,
         assert kb.ingest_file("b.md", doc_text(2, 1)).ok and kb.vectors.count() > 0
     finally:
         server.stop()
+
+
+@pytest.mark.timeout(300)
+def test_a_server_still_restarting_when_a_process_starts_is_waited_for(settings, embedder, chroma_server):
+    """A command started while the server restarts (refusing connections for a second or two)
+    waits for it (``START_GRACE_S``) instead of failing: the soak's CLI loop met exactly this."""
+    port = free_port()
+    late: list[AuthProxy] = []
+    timer = threading.Timer(1.5, lambda: late.append(AuthProxy(chroma_server.port, port=port).__enter__()))
+    timer.start()
+    try:
+        start = time.perf_counter()
+        kb = KnowledgeBase("late", _server_settings(settings, port), embedder)
+        assert time.perf_counter() - start >= 1.0  # it waited for the server rather than failing
+        assert kb.ingest_file("a.md", doc_text(1, 1)).ok and kb.vectors.count() > 0
+    finally:
+        timer.join()
+        for proxy in late:
+            proxy.__exit__()
 
 
 @pytest.mark.timeout(300)

@@ -36,6 +36,7 @@ _lock = threading.Lock()
 _store_locks: dict[Path, IO[str]] = {}  # embedded stores this process owns (held until exit)
 PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this time is "down"
 RESTART_GRACE_S = 10.0  # a server refusing connections after a lost one is waited for this long (a restart)
+START_GRACE_S = 5.0  # a server refusing a process's first connection: a restart in progress, or not running
 # A read racing another client's write of the same collection can find its HNSW segment not yet
 # on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated.
 SETTLING = "hnsw segment reader"
@@ -168,7 +169,7 @@ class VectorStore:
         self.settings = settings
         self.collection_name = f"rag_{kb}"
         self.multilingual_name = f"rag_{kb}{MULTILINGUAL_SUFFIX}"
-        self._open()
+        self._open_waiting(START_GRACE_S)
 
     def _open(self) -> None:
         client = chroma_client(self.settings)
@@ -185,11 +186,16 @@ class VectorStore:
         self.li_store = ChromaVectorStore(chroma_collection=self.collection)
 
     def _reopen(self) -> None:
-        """``_open`` after a lost connection. A server that refuses connections is restarting or
-        gone: it is asked again every 0.25 s for ``RESTART_GRACE_S`` (a restarted ``chroma run``
-        listens again within seconds), so a restart costs the request a wait rather than an
-        error; a server that accepts and does not answer is not waited for."""
-        deadline = time.monotonic() + RESTART_GRACE_S
+        """``_open`` after a lost connection, waiting ``RESTART_GRACE_S`` for a restart."""
+        self._open_waiting(RESTART_GRACE_S)
+
+    def _open_waiting(self, grace_s: float) -> None:
+        """``_open``; a server that refuses connections is restarting or gone, so it is asked
+        again every 0.25 s for ``grace_s`` (a restarted ``chroma run`` listens again within
+        seconds): a restart costs a wait rather than an error, and a server that is not running
+        gets its message and fix after the grace. A server that accepts and does not answer is
+        not waited for."""
+        deadline = time.monotonic() + grace_s
         while True:
             try:
                 return self._open()
