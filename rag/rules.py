@@ -38,7 +38,6 @@ RULES: Mapping[str, str] = MappingProxyType(
         "own-figures": "a figure or date the question states itself is not an answer to it",
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",
         "out-of-range": "a rule for a range the asked amount is outside of is lowered",
-        "min-coverage": "a sentence holding under a fifth of the part's terms never answers",
         "lead-ins": "a list item counts its lead-in's terms, and a lead-in never answers",
     }
 )

@@ -117,26 +117,6 @@ def test_the_answerability_feature_is_higher_when_the_answer_sentence_is_there(q
     assert read(text) > 0.5 > read(gutted)
 
 
-class Certain:
-    """A stand-in that is sure of one sentence: to test the answerer's coverage rule, not the model."""
-
-    label = "certain"
-
-    def __init__(self, sure: str) -> None:
-        self.sure = sure
-
-    def probabilities_for(self, question, passages):
-        return [[1.0 if self.sure in s else 0.0 for s in sents] for sents, _ in passages]
-
-
-def test_the_reader_never_answers_with_a_sentence_holding_too_few_of_the_question_terms():
-    question = UNTITLED[0][0]
-    text = "今天天气很好，我们去公园散步了很久。"
-    index = EvidenceIndex([text], None, [""])
-    request = DraftRequest(question, [SimpleNamespace(text=text)], index)
-    assert extractive.select_sentences(request, False, Certain("天气")) == []
-
-
 @pytest.mark.slow  # loads the sentence reader
 def test_the_label_names_the_sentence_reader_only_for_chinese_questions(monkeypatch, tmp_path):
     gen = extractive.ExtractiveGenerator.build(Settings.from_env(env={}), None, None)

@@ -45,7 +45,6 @@ from rag.text.script import CJK, Script, script_of
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
 MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an earlier part is answered
-MIN_COVERAGE = 0.2  # a sentence holding under a fifth of the part's terms does not answer it
 COMPLEMENT_CUT = 0.95  # a second sentence for a part must score this share of the best one
 PREFIX_MATCH = 6  # English words sharing this many first letters (and nearly the same length)
 MAX_SUFFIX_GAP = 2  # ... count as the same term
@@ -307,21 +306,14 @@ def _answer_part(
     taken: set[str] | frozenset[str] = frozenset(),
     reader: SentenceReader | None = None,
 ) -> list[Pick]:
-    """The best sentence for ``part`` when it scores ``floor`` and holds ``MIN_COVERAGE`` of the
-    part's terms; a second one when it scores ``COMPLEMENT_CUT`` of the best and holds a term
-    the best lacks (the question's focus was in the other sentence). When the best already
+    """The best sentence for ``part`` when it scores ``floor``; a second one when it scores
+    ``COMPLEMENT_CUT`` of the best and holds a term the best lacks (the question's focus was in
+    the other sentence). When the best already
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
-    The sentence reader's share counts toward ``floor``, never toward ``MIN_COVERAGE``: a sentence
-    holding under a fifth of the part's terms does not answer it, whatever the reader says. Only
-    sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete."""
+    Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete."""
     ranked = sorted(score_for_part(part, request.index, vectors, reader), key=lambda p: -p.score)
-    min_coverage = MIN_COVERAGE if rules.on("min-coverage") else 0.0
-    usable = [
-        p
-        for p in ranked
-        if p.usable and p.carried and p.coverage >= min_coverage and lexical.normalize(p.segment.text) not in rejected
-    ]
+    usable = [p for p in ranked if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
     if not usable or usable[0].score < floor:
         return []
     fresh = [p for p in usable if p.score >= COMPLEMENT_CUT * usable[0].score and _norm(p) not in taken]
