@@ -35,7 +35,6 @@ RULES: Mapping[str, str] = MappingProxyType(
         "close-phrases": "an evidence phrase close in meaning (MiniLM cosine >= 0.599) covers an English term",
         # the extractive answerer (rag.answer.extractive)
         "question-sentences": "a sentence that asks (a headline, an FAQ line) never answers",
-        "own-figures": "a figure or date the question states itself is not an answer to it",
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",
         "out-of-range": "a rule for a range the asked amount is outside of is lowered",
         "lead-ins": "a list item counts its lead-in's terms, and a lead-in never answers",

@@ -265,11 +265,9 @@ def test_a_figure_in_chinese_numerals_counts_toward_the_sentence_that_writes_it_
     assert "3000" in backup.terms and "3000" not in other.terms
 
 
-def test_a_sentence_that_asks_or_only_repeats_the_questions_own_figures_does_not_answer():
-    """A headline that repeats the question ("2022北京冬奥会开幕式总导演是谁?") holds all its terms
-    and states nothing; a "when" answered only with the question's own year ("…2022年春运首日火车票
-    开售。") and a "how many" answered only with the question's own number do not carry what is
-    asked. The sentence that does is chosen."""
+def test_a_sentence_that_asks_does_not_answer():
+    """A headline or FAQ line that repeats the question ("2022北京冬奥会开幕式总导演是谁?", "How many
+    days … in 2025?") holds all its terms and states nothing: the sentence that answers is chosen."""
     from rag.answer.base import DraftRequest
     from rag.answer.extractive import select_sentences
     from rag.answer.support import EvidenceIndex
@@ -283,11 +281,6 @@ def test_a_sentence_that_asks_or_only_repeats_the_questions_own_figures_does_not
         ["2022北京冬奥会开幕式总导演是谁? 网友热议。", "北京冬奥会开幕式由张艺谋担任总导演，于2月4日晚举行。"],
     )
     assert "张艺谋" in director and "?" not in director
-    when = best(
-        "2022年春运首日火车票什么时候开售？",
-        ["中国2022年春运首日火车票开售。", "2022年春运首日火车票于1月3日开售，旅客可通过12306购票。"],
-    )
-    assert "1月3日" in when
     english = best(
         "How many days of leave do new employees get in 2025?",
         ["How many days of leave do new employees get in 2025?", "In 2025 new employees get 25 days of leave."],

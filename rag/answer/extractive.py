@@ -32,7 +32,7 @@ from rag import rules
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.conditions import outside_range
-from rag.answer.question import QuestionPart, has_date, missing_names, new_figures, question_parts
+from rag.answer.question import QuestionPart, has_date, missing_names, question_parts
 from rag.answer.sentences import CJK_RE, Segment, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
@@ -203,8 +203,8 @@ def score_for_part(
 def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
     """The factor lowering a sentence's score for what it lacks or is outside of, and whether it
     gives the figure or date the part asks for."""
-    no_figure = part.wants_figure and not new_figures(body, part)
-    no_date = part.wants_date and not has_date(body, part.dates)
+    no_figure = part.wants_figure and not lexical.numbers(body)
+    no_date = part.wants_date and not has_date(body)
     factor = NO_FIGURE_FACTOR if no_figure or no_date else 1.0
     if part.cjk != (script_of(body) == CJK):
         factor *= OTHER_LANGUAGE_FACTOR

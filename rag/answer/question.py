@@ -1,5 +1,5 @@
 """What a question part asks, for the extractive answerer: its terms, whether it wants a figure
-or a date, the amounts, names, figures and dates it states. The parts themselves come from the
+or a date, the amounts and names it states. The parts themselves come from the
 question's one reading (``rag.text.question.analyse``).
 """
 
@@ -30,8 +30,6 @@ class QuestionPart:
     wants_date: bool = False  # asks when / until when / by when
     names: tuple[str, ...] = ()  # names and version numbers the part mentions ("Contoso", "6.0")
     chars: frozenset[str] = frozenset()  # its CJK characters less function and question ones
-    figures: frozenset[str] = frozenset()  # numbers it states itself (lexical.numbers): "2022" of "2022年…交付量"
-    dates: frozenset[str] = frozenset()  # dates it states itself ("2022年"), whitespace dropped
     asked: Asked = Asked(AnswerKind.OPEN)  # the kind of answer it asks for and the asked thing's head
     context: frozenset[str] = (
         frozenset()
@@ -71,26 +69,13 @@ def _part(text: str) -> QuestionPart:
     ranges = question_ranges(text)
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
-    # the figures and dates it states itself, which answer nothing it asks (rule "own-figures")
-    own = rules.on("own-figures")
-    figures, dates = (frozenset(lexical.numbers(text)), _dates(text)) if own else (frozenset(), frozenset())
     asked = asked_for(text, cjk, _content)
-    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, figures, dates, asked)
+    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, asked)
 
 
-def has_date(text: str, given: frozenset[str] = frozenset()) -> bool:
-    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025") other than the
-    ``given`` ones (a part's ``dates``): the "2022年" a question names does not answer its "什么时候"."""
-    return bool(_dates(text) - given)
-
-
-def new_figures(text: str, part: QuestionPart) -> set[str]:
-    """The numbers of ``text`` that ``part`` does not state itself: the question's own "2022" is
-    no answer to "2022年特斯拉交付量"."""
-    return lexical.numbers(text) - part.figures
-
-
-_dates = figure_rules.dates_in
+def has_date(text: str) -> bool:
+    """``text`` holds a date ("31 March", "2025-02-11", "1 月 1 日", "Q3 2025")."""
+    return bool(figure_rules.dates_in(text))
 
 
 def missing_names(part: QuestionPart, known: str) -> list[str]:
