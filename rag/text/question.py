@@ -1,8 +1,8 @@
 """One reading of a question, computed once per ask and handed to every stage.
 
 ``analyse`` gives a frozen ``QuestionAnalysis``: its script (``rag.text.script``), its salient
-terms (``rag.text.terms``) with their salience, the kind of answer its wording asks for, the
-figures and dates it states itself (``rag.text.figures``) and its parts. Retrieval (rewrite
+terms (``rag.text.terms``) with their salience, the kind of answer its wording asks for
+(``rag.text.figures``) and its parts. Retrieval (rewrite
 guard, recall routes, answerability, fallback wording) and the extractive answerer read it, so
 no stage reads the question differently from another. ``rag.ask.stream_ask`` reads it once and
 hands it to ``retrieve`` and to the answer stage (``DraftRequest.analysis``); it is also cached
@@ -53,8 +53,6 @@ class QuestionAnalysis:
     salience: Mapping[str, float]  # term -> weight: the asked thing's terms weigh as much as the rest together
     asks: AnswerKind  # date | number | person | none (the wording's kind)
     wants_figure: bool  # asks for a number, an amount, a duration or a date
-    figures: frozenset[str]  # numbers it states itself ("2022" of "2022年…交付量")
-    dates: frozenset[str]  # dates it states itself, casefolded, whitespace dropped
     parts: tuple[str, ...]  # its parts in order (one when it is not compound)
 
 
@@ -78,8 +76,6 @@ def _analyse(question: str, off: frozenset[str]) -> QuestionAnalysis:
         salience=_salience(terms, parts, script),
         asks=asks,
         wants_figure=asks in (AnswerKind.DATE, AnswerKind.NUMBER) or figures.names_quantity(question),
-        figures=frozenset(lexical.numbers(question)),
-        dates=figures.dates_in(question),
         parts=parts,
     )
 
