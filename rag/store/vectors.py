@@ -309,7 +309,9 @@ class VectorStore:
             ),
         )
         rows = zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=False)
-        return [(cid, text or "", meta or {}, 1.0 - float(dist)) for cid, text, meta, dist in rows]
+        # A vector another process deletes while the server answers comes back without its
+        # metadata (the index found it, the record was gone): it is no longer there, so no hit.
+        return [(cid, text or "", meta, 1.0 - float(dist)) for cid, text, meta, dist in rows if meta]
 
     def delete_revision(self, doc_id: str, revision: int) -> None:
         for collection in (self.collection, self.multilingual):
