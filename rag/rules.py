@@ -12,8 +12,7 @@ rules were off.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -67,19 +66,3 @@ def on(name: str) -> bool:
     if name not in RULES:
         raise ValueError(f"unknown rule {name!r}; known: {', '.join(RULES)}")
     return name not in off()
-
-
-@contextmanager
-def turned_off(names: Iterable[str]) -> Iterator[frozenset[str]]:
-    """Turn the rules ``names`` off in this process for the block (``RAG_RULES_OFF``, restored
-    after): an in-process ablation of rules that need no index (the question's terms)."""
-    names = parse(",".join(names))
-    before = os.environ.get(ENV)
-    os.environ[ENV] = ",".join(sorted(names))
-    try:
-        yield names
-    finally:
-        if before is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = before

@@ -336,7 +336,6 @@ def test_what_each_term_rule_keeps_out_of_the_questions_terms(monkeypatch):
     assert found["hedges", "cmrc-trial"].kept_out == ("大约",) and found["hedges", "cmrc-trial"].changed == 1
     assert found["frames", "cmrc-trial"].kept_out == ("几项",) and found["frames", "cmrc-trial"].questions == 2
     assert found["hedges", "scifact-train"].changed == 0
-    assert rules.ENV not in __import__("os").environ  # every rule on again after
     assert "| hedges | cmrc-trial | 2 | 1 (0.500) |" in terms_table(list(found.values()))
     with pytest.raises(DatasetError, match="training sets only"):
         terms_again([replace(rows[0], set="rgb-zh")])

@@ -40,7 +40,7 @@ from rag.bench.refusal import SETS, Row, load_dump
 from rag.errors import DatasetError
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES
-from rag.rules import RULES, turned_off
+from rag.rules import RULES, parse
 from rag.text.terms import question_terms
 
 TERM_RULES = ("categories", "frames", "hedges", "grammar-words")  # rules of rag.text.terms.question_terms
@@ -228,18 +228,14 @@ class TermsOff:
 def terms_again(rows: Sequence[Row], names: Sequence[str] = TERM_RULES, top: int = 6) -> list[TermsOff]:
     """Each term rule off in turn over the rows' distinct questions (per set, training sets only)."""
     groups(rows)  # refuses a set that is not for training
-    per_set: dict[str, list[str]] = {}
-    for r in rows:
-        per_set.setdefault(r.set, [])
-        if r.question not in per_set[r.set]:
-            per_set[r.set].append(r.question)
+    per_set: dict[str, dict[str, None]] = {}
+    for r in rows:  # a question's two conditions count once
+        per_set.setdefault(r.set, {})[r.question] = None
     out = []
     for rule in names:
         for name, questions in per_set.items():
-            with turned_off(()):
-                on = [set(question_terms(q).values()) for q in questions]
-            with turned_off([rule]):
-                off = [set(question_terms(q).values()) for q in questions]
+            on = [set(question_terms(q, frozenset()).values()) for q in questions]
+            off = [set(question_terms(q, parse(rule)).values()) for q in questions]
             added = Counter(w for a, b in zip(on, off, strict=True) for w in b - a)
             n = len(questions)
             out.append(

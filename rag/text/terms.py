@@ -73,11 +73,12 @@ def asks_for(question: str) -> AnswerKind:
     return AnswerKind.PERSON if _PERSON_ASKED.search(question) else AnswerKind.NONE
 
 
-def question_terms(question: str) -> Mapping[str, str]:
+def question_terms(question: str, off: frozenset[str] | None = None) -> Mapping[str, str]:
     """Salient BM25 terms of ``question`` -> the surface form the user wrote (first seen), less
-    the answer category after "which" / "哪些" (``CATEGORY_AFTER_*``).
+    the answer category after "which" / "哪些" (``CATEGORY_AFTER_*``), with the rules ``off``
+    turned off (default: ``RAG_RULES_OFF``; an ablation names its own).
     Cached (read-only): the pipeline reads them for the term statistics and again for the features."""
-    return _question_terms(question, rules.off())
+    return _question_terms(question, rules.off() if off is None else off)
 
 
 @lru_cache(maxsize=512)
