@@ -68,7 +68,6 @@ class Pick:
     segment: Segment  # offsets inside the chunk text
     score: float
     terms: frozenset[str] = frozenset()  # the question part's terms it holds
-    coverage: float = 1.0  # their share of the part's terms
     reader: float | None = None  # the sentence reader's P(holds the answer), when it read the sentence
     carried: bool = True  # it carries what the part asks for (``asked.carries``)
     usable: bool = True  # it can answer at all: a whole sentence or row, not a lead-in or a cut-off row
@@ -196,7 +195,7 @@ def score_for_part(
             reader_p = None if p is None else round(p, 4)
             held = _carries(part, terms | topic, text, tokens, gives)
             usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
-            picks.append(Pick(n, seg, round(score, 4), terms, lex, reader_p, held, usable))
+            picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable))
     return picks
 
 
