@@ -30,7 +30,8 @@ from rag.store import audit, bm25_sync, writer
 from rag.store.access import LOCAL_OWNER, Action, Principal, Role, claim_new_kb, require
 from rag.store.bm25 import BM25Index
 from rag.store.catalog import Catalog, chunk_from_row
-from rag.store.vectors import DenseMatrix, DenseScores, VectorStore
+from rag.store.dense import DenseMatrix, DenseScores
+from rag.store.vectors import VectorStore
 from rag.text.script import CJK, script_of
 
 log = logging.getLogger(__name__)

@@ -132,5 +132,5 @@ class ProbedSource(KnowledgeSource, Protocol):
     def revisions(self, doc_id: str) -> list[tuple[int, str]]: ...
 
     def dense_scores(self, query_vec: np.ndarray, multilingual: bool = False) -> Any:
-        """A ``rag.store.vectors.DenseScores``: ``ids`` and their ``scores``, every active chunk."""
+        """A ``rag.store.dense.DenseScores``: ``ids`` and their ``scores``, every active chunk."""
         ...

@@ -14,7 +14,7 @@ from rag.ingest.pipeline import UploadItem
 from rag.ingest.reindex import reindex
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import Trace
-from rag.store.vectors import chroma_client
+from rag.store.chroma import chroma_client
 
 # Each passage on its own topic; the question asks for the taxi one in other words: 打车 / 钱 / 退
 # against 乘坐 / 出租车 / 费用 / 报销, no content word shared (BM25 can't find it).

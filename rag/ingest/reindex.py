@@ -6,7 +6,8 @@ from __future__ import annotations
 from rag.config import MULTILINGUAL_EMBEDDER
 from rag.store import audit
 from rag.store.access import LOCAL_OWNER, Action, Principal, require
-from rag.store.vectors import VectorStore, chroma_client
+from rag.store.chroma import chroma_client
+from rag.store.vectors import VectorStore
 
 
 def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) -> int:

@@ -9,157 +9,29 @@ apply to both. The same code path serves the embedded PersistentClient and an Ht
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import IO, NamedTuple, TypeVar
+from typing import TypeVar
 
 import chromadb
 import httpx
 import numpy as np
-from chromadb.config import Settings as ChromaSettings
-from chromadb.errors import InternalError, NotFoundError
+from chromadb.errors import NotFoundError
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag.config import MULTILINGUAL_EMBEDDER, Settings
 from rag.errors import StoreUnavailable
 from rag.records import ChunkRecord
+from rag.store.chroma import chroma_client, forget_client, settled
 
 log = logging.getLogger(__name__)
-_clients: dict[tuple, chromadb.api.ClientAPI] = {}
-_lock = threading.Lock()
-_store_locks: dict[Path, IO[str]] = {}  # embedded stores this process owns (held until exit)
-PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this time is "down"
 RESTART_GRACE_S = 10.0  # a server refusing connections after a lost one is waited for this long (a restart)
 START_GRACE_S = 5.0  # a server refusing a process's first connection: a restart in progress, or not running
-# A read racing another client's write of the same collection can find its HNSW segment not yet
-# on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated.
-SETTLING = "hnsw segment reader"
-SETTLE_DELAYS_S = (0.05, 0.2, 0.5, 1.0)
 MULTILINGUAL_SUFFIX = ".e5"  # 'rag_<kb>.e5': no knowledge base name holds a '.', so no main collection is named so
 MODEL_KEY = "embed_model"  # the multilingual collection's metadata key naming the model of its vectors
 T = TypeVar("T")
-
-
-def chroma_client(settings: Settings) -> chromadb.api.ClientAPI:
-    """A cached client for these settings. Raises StoreUnavailable when a server can't be reached."""
-    key = (str(settings.home), settings.chroma_host, settings.chroma_port, settings.chroma_token, settings.chroma_ssl)
-    with _lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _make_client(settings)
-            _clients[key] = client
-    return client
-
-
-def _make_client(settings: Settings) -> chromadb.api.ClientAPI:
-    chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-    if not settings.server_mode:
-        path = settings.home / "chroma"
-        path.mkdir(parents=True, exist_ok=True)
-        _own_embedded_store(path)
-        return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
-    headers = {"Authorization": f"Bearer {settings.chroma_token}"} if settings.chroma_token else None
-    _preflight(settings, headers or {})
-    try:
-        client = chromadb.HttpClient(
-            host=settings.chroma_host,
-            port=settings.chroma_port,
-            ssl=settings.chroma_ssl,
-            headers=headers,
-            settings=chroma_settings,
-        )
-        _bound_requests(client, settings.chroma_timeout_s)
-        client.heartbeat()
-    except Exception as exc:  # chromadb raises ValueError/ConnectError/etc. depending on transport
-        raise StoreUnavailable(
-            f"Cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port} ({type(exc).__name__}: {exc})."
-        ) from exc
-    return client
-
-
-def _own_embedded_store(path: Path) -> None:
-    """Refuse a second process on one embedded store: Chroma's embedded mode is single-process.
-
-    Measured with chromadb 1.5.9: two processes writing one PersistentClient directory lose
-    vectors from the HNSW index ("Error getting embedding"), and a reader process beside a
-    writer gets "Error creating hnsw segment reader" and partial results.
-    """
-    key = path.resolve()
-    if key in _store_locks:
-        return
-    fh = open(path.parent / "chroma.lock", "a+")  # noqa: SIM115 - held open for the process lifetime
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.seek(0)
-        holder = fh.read().strip() or "unknown"
-        fh.close()
-        raise StoreUnavailable(
-            f"The embedded vector store in {path} is open in another process (pid {holder}); "
-            "embedded Chroma is safe for one process at a time.",
-            fix=(
-                "Close the other app or command, or run a Chroma server (`chroma run --path DIR`) and set "
-                "RAG_CHROMA_HOST and RAG_CHROMA_PORT so that several processes can share it."
-            ),
-        ) from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(str(os.getpid()))
-    fh.flush()
-    _store_locks[key] = fh
-
-
-def _preflight(settings: Settings, headers: dict[str, str]) -> None:
-    """One bounded heartbeat: 'down' and 'token refused' each get their own message and fix."""
-    where = f"{settings.chroma_host}:{settings.chroma_port}"
-    url = f"{'https' if settings.chroma_ssl else 'http'}://{where}/api/v2/heartbeat"
-    try:
-        response = httpx.get(url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S)
-    except httpx.HTTPError as exc:
-        raise StoreUnavailable(f"Cannot reach the Chroma server at {where} ({type(exc).__name__}: {exc}).") from exc
-    if response.status_code in (401, 403):
-        sent = "the token in RAG_CHROMA_TOKEN was refused" if settings.chroma_token else "no token was sent"
-        raise StoreUnavailable(
-            f"The Chroma server at {where} requires authentication (HTTP {response.status_code}): {sent}.",
-            fix="Set RAG_CHROMA_TOKEN to the token that the server (or its auth proxy) expects.",
-        )
-
-
-def _bound_requests(client: chromadb.api.ClientAPI, timeout_s: float) -> None:
-    """Give the HTTP client's session a timeout (chromadb creates it with none, so a hung server
-    would hang every query). A timeout is an ``httpx.TransportError``: ``VectorStore._call``
-    reconnects and retries once, then reports ``StoreUnavailable``."""
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if isinstance(session, httpx.Client):
-        session.timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, PREFLIGHT_TIMEOUT_S))
-    else:  # a chromadb release that moved it: say so rather than silently run unbounded
-        log.warning("Chroma client has no httpx session to bound; requests run without a timeout")
-
-
-def forget_client(settings: Settings) -> None:
-    """Drop a cached client (after a server restart) so the next call reconnects."""
-    key = (str(settings.home), settings.chroma_host, settings.chroma_port, settings.chroma_token, settings.chroma_ssl)
-    with _lock:
-        _clients.pop(key, None)
-
-
-def _settled(op: str, fn: Callable[[], T]) -> T:
-    """``fn()``, repeated after a short wait while Chroma says a segment is still being written."""
-    for delay in SETTLE_DELAYS_S:
-        try:
-            return fn()
-        except InternalError as exc:
-            if SETTLING not in str(exc):
-                raise
-            log.warning("Chroma %s found a segment still being written (%s); again in %.2f s", op, exc, delay)
-        time.sleep(delay)
-    return fn()
 
 
 class VectorStore:
@@ -211,7 +83,7 @@ class VectorStore:
         cached client is forgotten, a new one is made (heartbeat first) and the operation repeated.
         """
         try:
-            return _settled(op, fn)
+            return settled(op, fn)
         except httpx.TransportError as exc:
             if not self.settings.server_mode:
                 raise
@@ -219,7 +91,7 @@ class VectorStore:
         forget_client(self.settings)
         self._reopen()  # StoreUnavailable with the fix when the server is still down
         try:
-            return _settled(op, fn)
+            return settled(op, fn)
         except httpx.TransportError as exc:
             forget_client(self.settings)
             where = f"{self.settings.chroma_host}:{self.settings.chroma_port}"
@@ -365,38 +237,3 @@ def _multilingual_collection(client: chromadb.api.ClientAPI, name: str):
     except (NotFoundError, ValueError):
         meta = {"hnsw:space": "cosine", MODEL_KEY: MULTILINGUAL_EMBEDDER}
         return client.get_or_create_collection(name, metadata=meta, embedding_function=None)
-
-
-class DenseScores(NamedTuple):
-    """Every active chunk's cosine with one query vector: ``scores[i]`` belongs to ``ids[i]``."""
-
-    ids: list[str]
-    scores: np.ndarray
-
-
-class DenseMatrix:
-    """Every active chunk's stored vector, for exact dense ranks beyond the top k (the why-not
-    probe). Read from the vector store once per index revision and kept, so a probe after the
-    first costs one matrix-vector product rather than a search for every chunk."""
-
-    def __init__(self, store: VectorStore, dim: int, multilingual: bool = False) -> None:
-        self.store, self.dim, self.multilingual = store, dim, multilingual
-        self._cached: tuple[int, list[str], np.ndarray] | None = None  # (index revision, ids, vectors)
-        self._lock = threading.Lock()
-
-    def scores(self, query_vec: np.ndarray, revision: int, active: Callable[[], dict[str, int]]) -> DenseScores:
-        """Cosine of ``query_vec`` with each chunk whose revision ``active()`` (doc id -> revision) names."""
-        with self._lock:
-            cached = self._cached
-        if cached is None or cached[0] != revision:
-            live = active()
-            ids, vecs = [], []
-            for cid, meta, vec in self.store.all_embeddings(multilingual=self.multilingual):
-                if live.get(str((meta or {}).get("doc_id"))) == (meta or {}).get("revision"):
-                    ids.append(cid)
-                    vecs.append(vec)
-            cached = (revision, ids, np.asarray(vecs, dtype=np.float32).reshape(len(ids), self.dim))
-            with self._lock:
-                self._cached = cached
-        _, ids, matrix = cached
-        return DenseScores(ids, matrix @ np.asarray(query_vec, dtype=np.float32))
