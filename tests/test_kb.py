@@ -204,9 +204,9 @@ def test_document_texts_are_read_from_several_threads_at_once(make_kb, monkeypat
     import sys
     from concurrent.futures import ThreadPoolExecutor
 
-    import rag.kb
+    import rag.kb.reads
 
-    monkeypatch.setattr(rag.kb, "TEXTS_CACHED", 2)  # six documents read in turn: every read evicts
+    monkeypatch.setattr(rag.kb.reads, "TEXTS_CACHED", 2)  # six documents read in turn: every read evicts
     kb = make_kb()
     items = [UploadItem(f"note{i}.txt", f"Note {i}: the office opens at {i} am.".encode()) for i in range(6)]
     kb.ingest(items)
