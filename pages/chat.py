@@ -7,20 +7,16 @@ from rag import ask
 from rag.answer import EventKind, Outcome
 from rag.demo import DEMO_KB, example_questions
 from rag.views.chat import (
-    INSPECTOR_CONVERSATION,
-    NEW_CONVERSATION,
     AnswerStream,
     answer_markdown,
     closest_markdown,
-    conversation_choices,
-    current_conversation,
     evidence_markdown,
     footnotes,
-    new_conversation_id,
     sources_notes,
     turn_notes,
     turn_sources,
 )
+from rag.views.conversations import NEW_CONVERSATION, conversation_picker, new_conversation_id
 from rag.views.decision import turn_note
 from rag.views.highlight import md_escape
 
@@ -41,10 +37,10 @@ def _picked_conversation() -> None:
 def _conversation_options() -> dict[str, str]:
     """The picker's options; the current conversation (kept in a plain key: the widget's state is
     dropped on other pages) comes from the URL on a fresh visit, else it is a new one."""
-    order = [c for c in ask.conversations(kb, appkit.user()) if c != INSPECTOR_CONVERSATION]
     wanted = st.session_state.get("_conversation", st.query_params.get("c", NEW_CONVERSATION))
-    current = st.session_state["conversation"] = st.session_state["_conversation"] = current_conversation(wanted, order)
-    return conversation_choices(current, order, ask.recent_turns(kb, 500, appkit.user()))
+    picker = conversation_picker(kb, appkit.user(), wanted)
+    st.session_state["conversation"] = st.session_state["_conversation"] = picker.current
+    return picker.options
 
 
 def _cards(evidence, expanded: bool = False) -> None:
@@ -141,8 +137,7 @@ def _ask(question: str, conversation: str) -> bool:
                     with cards:
                         _cards(view.evidence, expanded=True)
                 answer_box.markdown(view.verified_markdown)
-                note = f"Draft, not yet verified: {md_escape(view.draft[-240:])}" if view.draft else ""
-                draft_box.caption(note + (f" · {view.rejected} draft(s) rejected" if view.rejected else ""))
+                draft_box.caption(view.draft_caption)
         except Exception as exc:  # shown with its fix; the conversation is unchanged
             status.update(label="Failed", state="error")
             appkit.show_error(exc)

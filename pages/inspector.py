@@ -7,7 +7,8 @@ from appkit import inspector as tab
 from appkit.probe import why_not
 from rag import ask
 from rag.answer import Outcome
-from rag.views.chat import INSPECTOR_CONVERSATION, answer_markdown
+from rag.views.chat import answer_markdown
+from rag.views.conversations import INSPECTOR_CONVERSATION
 from rag.views.decision import turn_note
 from rag.views.highlight import md_escape
 from rag.views.ledger import bm25_label

@@ -6,7 +6,8 @@ from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind,
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
 from rag.views.charts import decision_figure, rank_flow_figure, score_figure, timings_figure
-from rag.views.chat import AnswerStream, answer_markdown, conversation_labels, footnotes
+from rag.views.chat import AnswerStream, answer_markdown, footnotes
+from rag.views.conversations import conversation_labels
 from rag.views.decision import ChartLine, OperatingPoint
 from rag.views.ledger import (
     filter_ledger,
@@ -168,11 +169,14 @@ def test_footnotes_use_the_document_text_or_fall_back_to_the_quote():
 def test_answer_stream_shows_only_verified_sentences_and_forgets_rejected_attempts():
     s = AnswerStream()
     s.feed(AnswerEvent(EventKind.EVIDENCE, evidence=make_trace().evidence()))
+    assert s.draft_caption == ""
     s.feed(AnswerEvent(EventKind.DRAFT, text="Wrong claim [9]."))
     assert s.sentences == [] and s.draft
+    assert s.draft_caption == "Draft, not yet verified: Wrong claim \\[9\\]\\."
     s.feed(AnswerEvent(EventKind.SENTENCE, sentence=AnswerSentence("a", "A fact. [1]")))
     s.feed(AnswerEvent(EventKind.REJECTED, attempt=1))
     assert s.sentences == [] and s.draft == "" and s.rejected == 1
+    assert s.draft_caption == " · 1 draft(s) rejected"
     s.feed(AnswerEvent(EventKind.SENTENCE, sentence=AnswerSentence("b", "Right <b>x</b>. [1]")))
     assert s.verified_markdown == "Right \\<b\\>x\\</b\\>\\. :blue-badge[1]"
     s.feed(AnswerEvent(EventKind.FINAL, answer=make_answer(make_trace())))

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from rag import ask
 from rag.config import Settings
-from rag.views.chat import (
+from rag.views.conversations import (
     NEW_CONVERSATION,
     NEW_CONVERSATION_LABEL,
     conversation_choices,

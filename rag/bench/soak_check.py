@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from rag.bench.soak_chat import Asked
 from rag.records import ChunkRecord
-from rag.views.chat import INSPECTOR_CONVERSATION
+from rag.views.conversations import INSPECTOR_CONVERSATION
 
 
 @dataclass

@@ -8,7 +8,6 @@ citation to its document, page, heading and the highlighted supporting span.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -59,6 +58,13 @@ class AnswerStream:
     @property
     def verified_markdown(self) -> str:
         return answer_markdown(" ".join(self.sentences))
+
+    @property
+    def draft_caption(self) -> str:
+        """The line under the answer while it streams: the draft's tail, marked unverified, and how
+        many drafts validation threw away (empty when there is neither)."""
+        note = f"Draft, not yet verified: {md_escape(self.draft[-240:])}" if self.draft else ""
+        return note + (f" · {self.rejected} draft(s) rejected" if self.rejected else "")
 
 
 def answer_markdown(text: str) -> str:
@@ -159,50 +165,6 @@ def evidence_cards(evidence: Sequence[EvidencePassage | Candidate]) -> list[Evid
         )
         for i, c in enumerate(evidence, start=1)
     ]
-
-
-INSPECTOR_CONVERSATION = "inspector"  # questions asked from the Inspector are kept out of Chat's list
-# The picker's entry for a conversation with no turn yet. It is never an id: a conversation gets
-# its own id (new_conversation_id) when its first question is asked, so two never share one.
-NEW_CONVERSATION = ""
-NEW_CONVERSATION_LABEL = "New conversation"
-
-
-def new_conversation_id() -> str:
-    """A fresh conversation id, unique across browsers and restarts."""
-    return f"c-{uuid.uuid4().hex}"
-
-
-def conversation_labels(order: list[str], turns) -> dict[str, str]:
-    """A readable label per conversation id (its first question seen, and when), in ``order``.
-    Labels are unique (the picker maps a label back to its id): a repeated one gets the id's end."""
-    first: dict[str, object] = {}
-    for t in sorted(turns, key=lambda t: (t.conversation, t.seq)):
-        first.setdefault(t.conversation, t)
-    labels: dict[str, str] = {}
-    for conv in order:
-        if conv in (INSPECTOR_CONVERSATION, NEW_CONVERSATION):
-            continue
-        t = first.get(conv)
-        label = f"{preview(t.question, 60)} · {t.created_at[:16].replace('T', ' ')}" if t else conv
-        if label in labels.values() or label == NEW_CONVERSATION_LABEL:
-            label = f"{label} · {conv[-6:]}"
-        labels[conv] = label
-    return labels
-
-
-def current_conversation(wanted: str, saved: list[str]) -> str:
-    """The conversation to show: ``wanted`` (from the URL or this browser's session) when it is a
-    saved conversation of this knowledge base, else a new one (an unknown or stale link never
-    opens someone else's or creates a shared id)."""
-    return wanted if wanted in saved else NEW_CONVERSATION
-
-
-def conversation_choices(current: str, order: list[str], turns) -> dict[str, str]:
-    """The picker's options, id -> label: the saved conversations, with the unsaved new one first
-    when it is the current one."""
-    labels = conversation_labels(order, turns)
-    return {NEW_CONVERSATION: NEW_CONVERSATION_LABEL, **labels} if current not in labels else labels
 
 
 def fallback_note(answer: Answer) -> str:
