@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     heading_path TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (kb, id)
 );
+-- an upload looks its document up by name: without this, a scan of every document (O(n) per upload)
+CREATE INDEX IF NOT EXISTS documents_by_name ON documents (kb, name);
 CREATE INDEX IF NOT EXISTS revisions_by_state ON revisions (kb, state);
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks (kb, doc_id, revision, idx);
 CREATE TABLE IF NOT EXISTS jobs (
