@@ -77,3 +77,19 @@ def test_the_perturbed_text_is_real_text_in_its_language(corpus):
 def test_bad_sizes_say_what_to_give():
     with pytest.raises(RagError, match="chunk counts of at least"):
         scale.main(argparse.Namespace(sizes="2", queries=1, data=""))
+
+
+def test_the_ratio_line_divides_the_largest_size_by_the_smallest():
+    def row(size, en_full, zh_full, en, zh):
+        p50 = lambda v: {"p50": v, "p95": v}  # noqa: E731
+        return {
+            "size": size,
+            "en_full_ms": p50(en_full),
+            "zh_full_ms": p50(zh_full),
+            "en_ms": p50(en),
+            "zh_ms": p50(zh),
+        }
+
+    line = scale.ratios(row(1_000, 20.0, 500.0, 10.0, 1.0), row(1_000_000, 40.0, 550.0, 35.0, 30.0))
+    assert "at 1,000,000 / at 1,000 chunks" in line
+    assert "whole retrieve en 2.00x, zh 1.10x" in line and "recall stages en 3.50x, zh 30.00x" in line
