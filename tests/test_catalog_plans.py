@@ -25,3 +25,10 @@ def test_an_upload_finds_its_document_by_name_through_an_index(tmp_path):
     plan = _plan_of(catalog, lambda: catalog.find_document("kb", "handbook.md"))
     assert any("documents_by_name" in step and "name=?" in step for step in plan), plan
     assert not any(step.startswith("SCAN") for step in plan), plan
+
+
+def test_one_document_by_id_or_name_is_looked_up_not_listed(tmp_path):
+    catalog = Catalog(tmp_path / "catalog.db")
+    plan = _plan_of(catalog, lambda: catalog.documents("kb", ref="handbook.md"))
+    assert not any(step.startswith("SCAN") for step in plan), plan
+    assert any("name=?" in step for step in plan) and any("id=?" in step for step in plan), plan

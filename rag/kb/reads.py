@@ -45,9 +45,9 @@ class KnowledgeBaseReads:
         return self.catalog.documents(self.name)
 
     def document(self, doc: str) -> DocumentRecord:
-        for d in self.documents():
-            if doc in (d.id, d.name):
-                return d
+        """The active document whose id or name ``doc`` is."""
+        for d in self.catalog.documents(self.name, ref=doc):
+            return d
         raise DocumentNotFound(f"No document '{doc}' in knowledge base '{self.name}'.")
 
     def active_hash(self, doc_id: str) -> str | None:

@@ -184,15 +184,18 @@ class Catalog:
         rows = self.q("SELECT * FROM documents WHERE kb=? AND name=?", kb, name)
         return rows[0] if rows else None
 
-    def documents(self, kb: str) -> list[DocumentRecord]:
-        rows = self.q(
-            """SELECT d.*, r.content_hash, r.parser, r.parser_version, r.size_bytes, r.pages, r.chunks,
-                      r.embed_model, r.created_at AS rev_created
-               FROM documents d JOIN revisions r
-                 ON r.kb=d.kb AND r.doc_id=d.id AND r.revision=d.active_revision
-               WHERE d.kb=? ORDER BY d.name""",
-            kb,
-        )
+    def documents(self, kb: str, ref: str | None = None) -> list[DocumentRecord]:
+        """The active documents, by name; with ``ref``, only the one whose id (else name) it is,
+        looked up by index, not found among all of them."""
+        sql = """SELECT d.*, r.content_hash, r.parser, r.parser_version, r.size_bytes, r.pages, r.chunks,
+                        r.embed_model, r.created_at AS rev_created
+                 FROM documents d JOIN revisions r
+                   ON r.kb=d.kb AND r.doc_id=d.id AND r.revision=d.active_revision
+                 WHERE d.kb=?"""
+        if ref is None:
+            rows = self.q(sql + " ORDER BY d.name", kb)
+        else:
+            rows = self.q(sql + " AND d.id=?", kb, ref) or self.q(sql + " AND d.name=?", kb, ref)
         return [_doc_record(r) for r in rows]
 
     def active_revisions(self, kb: str, doc_ids: Iterable[str] | None = None) -> dict[str, int]:
