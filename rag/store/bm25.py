@@ -16,7 +16,6 @@ whole outranks an equally matching chunk of one that only mentions it. ``doc_wei
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import fcntl
 import logging
 from collections import Counter
@@ -31,6 +30,7 @@ from rag.records import TermStats
 from rag.store.numerals import canonical, figure_spellings, is_figure, number_pattern, spelled_number
 from rag.store.postings import Scorer
 from rag.store.segments import Manifest, Segment, SegmentStore
+from rag.store.spelling import Spellings
 from rag.store.tokenize import tokenize
 from rag.store.topk import DocChunks, Fields, Ranked, best, distinct, top_k
 from rag.text.script import HAN_RE
@@ -77,7 +77,7 @@ class BM25Index:
         self._docs = Scorer([s.docs for s in self.segments], [docs for _, docs in lives])
         shifted = [s.chunk_rev + off for s, off in zip(self.segments, self._docs.offsets, strict=False)]
         self._chunk_doc = np.concatenate(shifted) if shifted else np.zeros(0, np.int64)
-        self._latin_vocab: dict[int, list[str]] | None = None  # live English words by length
+        self._latin_vocab: Spellings | None = None  # live English words (``_near``), read on first use
 
     @classmethod
     def build(cls, items: Iterable[tuple[str, str]], version: int) -> BM25Index:
@@ -289,24 +289,17 @@ class BM25Index:
             return number if any(found(canonical(t)) for t in held) else ""
         if self._latin_vocab is None:
             self._latin_vocab = self._live_latin_words()
-        # a difflib ratio >= 0.8 needs the lengths within a factor 1.5 of each other: only those are compared
-        n = len(term)
-        pool = [w for k in range(-(-2 * n // 3), 3 * n // 2 + 1) for w in self._latin_vocab.get(k, ())]
-        for variant in difflib.get_close_matches(term, pool, n=3, cutoff=NEAR_CUTOFF):
+        for variant in self._latin_vocab.close(term, n=3, cutoff=NEAR_CUTOFF):
             if variant != term and self._df(variant, rows):
                 return variant
         return ""
 
-    def _live_latin_words(self) -> dict[int, list[str]]:
-        """The English words of live chunks, by length (for ``_near``'s look for a misspelling)."""
+    def _live_latin_words(self) -> Spellings:
+        """The English words of live chunks (for ``_near``'s look for a misspelling)."""
         words: set[str] = set()
         for seg, live in zip(self.segments, self._chunks.live_parts, strict=True):
             words.update(seg.chunks.live_terms(live))
-        by_len: dict[int, list[str]] = {}
-        for w in sorted(words):
-            if w and not _CJK_TERM.search(w):
-                by_len.setdefault(len(w), []).append(w)
-        return by_len
+        return Spellings(w for w in words if w and not _CJK_TERM.search(w))
 
     # -- files ---------------------------------------------------------------------
     def save(self, directory: Path) -> None:
