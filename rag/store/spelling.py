@@ -73,7 +73,7 @@ def _counted(word: str) -> dict[str, int]:
 def _shortest(size: int, cutoff: float) -> int:
     """The shortest length whose ratio with a ``size``-long word can reach ``cutoff``."""
     k = 0
-    while 2.0 * k / (k + size) < cutoff if k + size else False:
+    while k + size and 2.0 * k / (k + size) < cutoff:
         k += 1
     return k
 
