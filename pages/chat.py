@@ -9,14 +9,14 @@ from rag.demo import DEMO_KB, example_questions
 from rag.views.chat import (
     AnswerStream,
     answer_markdown,
+    changed_sources,
     closest_markdown,
     evidence_markdown,
     footnotes,
     sources_notes,
     turn_notes,
-    turn_sources,
 )
-from rag.views.conversations import NEW_CONVERSATION, conversation_picker, new_conversation_id
+from rag.views.conversations import NEW_CONVERSATION, asked_in, conversation_picker
 from rag.views.decision import turn_note
 from rag.views.highlight import md_escape
 
@@ -82,7 +82,7 @@ def _ask_again(question: str) -> None:
 
 def _changed_sources(turn, trace) -> None:
     """Say when a document the turn read was deleted or re-uploaded since, with one click to ask again."""
-    sources = turn_sources(trace, turn.answer, lambda ids: kb.catalog.active_revisions(kb.name, ids))
+    sources = changed_sources(kb, turn, trace)
     for note in sources_notes(sources):
         st.warning(md_escape(note), icon=":material/update:")
     if sources.stale:
@@ -120,20 +120,18 @@ def _ask(question: str, conversation: str) -> bool:
     with st.chat_message("user"):
         st.markdown(md_escape(question))
     with st.chat_message("assistant"):
-        status = st.status("Retrieving evidence…", expanded=False)
-        cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
         view = AnswerStream()
+        status = st.status(view.status_label, expanded=False)
+        cards, answer_box, draft_box = st.container(), st.empty(), st.empty()
         try:
             for event in ask.stream_ask(
                 kb, question, appkit.settings(), appkit.llm(), conversation, principal=appkit.user()
             ):
-                if isinstance(event, ask.TraceReady):
-                    ms = event.trace.timings_ms.get("total", 0)
-                    status.update(label=f"Retrieved in {ms:.0f} ms", state="complete")
-                if not isinstance(event, ask.Answering):
+                kind = view.take(event)
+                if kind is None:
+                    status.update(label=view.status_label, state="complete")
                     continue
-                view.feed(event.event)
-                if event.event.kind is EventKind.EVIDENCE and view.evidence:
+                if kind is EventKind.EVIDENCE and view.evidence:
                     with cards:
                         _cards(view.evidence, expanded=True)
                 answer_box.markdown(view.verified_markdown)
@@ -175,7 +173,7 @@ if not history:
     if question:
         examples.empty()
 if question:
-    asked_in = conversation or new_conversation_id()  # a new conversation gets its id with its first turn
-    if _ask(question, asked_in):
-        st.session_state["_conversation"] = asked_in
+    target = asked_in(conversation)
+    if _ask(question, target):
+        st.session_state["_conversation"] = target
         st.rerun()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from rag import ask
 from rag.answer import Answer, AnswerEvent, AnswerSentence, Citation, EventKind, Outcome
 from rag.records import ChunkRecord
 from rag.retrieval.trace import Candidate, Dropped, FallbackAction, FallbackDecision, ModelLabel, QueryRun, Trace
 from rag.views.charts import decision_figure, rank_flow_figure, score_figure, timings_figure
 from rag.views.chat import AnswerStream, answer_markdown, footnotes
-from rag.views.conversations import conversation_labels
+from rag.views.conversations import NEW_CONVERSATION, asked_in, conversation_labels
 from rag.views.decision import ChartLine, OperatingPoint
 from rag.views.ledger import (
     filter_ledger,
@@ -367,3 +368,22 @@ def test_ledger_names_the_dense_model_of_each_candidate():
     df = ledger_frame(trace)
     assert set(df["dense_model"]) == {"multilingual-e5-small (bf16)"}
     assert ledger_columns(trace)["dense_score"][2] == "Cosine similarity from multilingual-e5-small (bf16)"
+
+
+def test_answer_stream_takes_the_ask_stream_events_the_chat_page_gets():
+    s = AnswerStream()
+    assert s.status_label == "Retrieving evidence…"
+    trace = make_trace()
+    trace.timings_ms["total"] = 41.6
+    assert s.take(ask.TraceReady(trace)) is None and s.status_label == "Retrieved in 42 ms"
+    evidence = AnswerEvent(EventKind.EVIDENCE, evidence=trace.evidence())
+    assert s.take(ask.Answering(evidence)) is EventKind.EVIDENCE and len(s.evidence) == 1
+    sentence = AnswerEvent(EventKind.SENTENCE, sentence=AnswerSentence("a", "A fact. [1]"))
+    assert s.take(ask.Answering(sentence)) is EventKind.SENTENCE and s.sentences == ["A fact. [1]"]
+    assert s.take(object()) is None and s.sentences == ["A fact. [1]"]  # the stored turn: nothing to show
+
+
+def test_a_question_goes_to_the_conversation_shown_or_to_a_new_id():
+    assert asked_in("c-kept") == "c-kept"
+    first, second = asked_in(NEW_CONVERSATION), asked_in(NEW_CONVERSATION)
+    assert first.startswith("c-") and first != second

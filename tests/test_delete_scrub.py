@@ -13,7 +13,7 @@ from rag import ask
 from rag.ingest.pipeline import UploadItem
 from rag.store.catalog import SCHEMA_VERSION, Catalog
 from rag.store.scrub import REMOVED_SENTENCE, scrub_answer, scrub_trace
-from rag.views.chat import OutdatedSource, evidence_markdown, footnotes, turn_sources
+from rag.views.chat import OutdatedSource, changed_sources, evidence_markdown, footnotes
 from rag.views.highlight import SOURCE_DELETED
 
 HANDBOOK = b"""# Handbook
@@ -66,18 +66,16 @@ def test_deleting_a_document_scrubs_its_text_from_traces_and_chat_turns(make_kb)
     assert SOURCE_DELETED in evidence_markdown(kept.evidence())
     notes = footnotes(old.answer, kb.document_text)
     assert any(SOURCE_DELETED in n.html for n in notes if n.chunk_id in cited)
-    active = lambda ids: kb.catalog.active_revisions(kb.name, ids)  # noqa: E731
-    assert turn_sources(kept, old.answer, active).deleted == ("vault.md",)
+    assert changed_sources(kb, old, kept).deleted == ("vault.md",)
 
 
 def test_a_turn_on_an_older_revision_is_out_of_date(make_kb):
     kb = make_kb()
     kb.ingest([UploadItem("handbook.md", HANDBOOK), UploadItem("vault.md", VAULT)])
     turn, trace = ask.ask(kb, QUESTION, conversation="c-test")
-    active = lambda ids: kb.catalog.active_revisions(kb.name, ids)  # noqa: E731
-    assert turn_sources(trace, turn.answer, active).stale is False
+    assert changed_sources(kb, turn, trace).stale is False
     kb.ingest([UploadItem("vault.md", VAULT.replace(b"4417", b"9921"))])  # re-uploaded: revision 2
-    sources = turn_sources(trace, turn.answer, active)
+    sources = changed_sources(kb, turn, trace)
     assert sources.outdated == (OutdatedSource("vault.md", 1, 2),) and sources.deleted == ()
     assert "4417" in _stored_text(kb.catalog)  # a new revision is not a delete: the old turn keeps its text
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rag import ask
 from rag.answer import Answer, AnswerEvent, Citation, EventKind
 from rag.answer.citations import CITATION_RE
 from rag.answer.result import IssueCode
@@ -40,6 +41,21 @@ class AnswerStream:
     rejected: int = 0  # attempts thrown away by validation
     evidence: list[EvidencePassage] = field(default_factory=list)
     final: Answer | None = None
+    retrieved_ms: float | None = None  # retrieval's total, once the trace is ready
+
+    def take(self, event: object) -> EventKind | None:
+        """One event of ``ask.stream_ask``: the answer event's kind when the answer's view changed,
+        else None (the trace being ready sets ``retrieved_ms``; the stored turn changes nothing)."""
+        if isinstance(event, ask.TraceReady):
+            self.retrieved_ms = event.trace.timings_ms.get("total", 0.0)
+        elif isinstance(event, ask.Answering):
+            self.feed(event.event)
+            return event.event.kind
+        return None
+
+    @property
+    def status_label(self) -> str:
+        return "Retrieving evidence…" if self.retrieved_ms is None else f"Retrieved in {self.retrieved_ms:.0f} ms"
 
     def feed(self, event: AnswerEvent) -> None:
         if event.kind is EventKind.EVIDENCE:
@@ -243,6 +259,11 @@ def read_chunks(trace, answer: Answer | None) -> list[tuple[str, str, str]]:
     out = [(c.chunk_id, c.doc_id, c.doc_name) for c in (answer.citations if answer else [])]
     out += [(c.chunk_id, c.doc_id, c.doc_name) for c in (trace.on_screen() if trace is not None else [])]
     return list(dict.fromkeys(out))
+
+
+def changed_sources(kb, turn, trace) -> TurnSources:
+    """``turn_sources`` of a stored turn against ``kb``'s catalog today."""
+    return turn_sources(trace, turn.answer, lambda ids: kb.catalog.active_revisions(kb.name, ids))
 
 
 def turn_sources(

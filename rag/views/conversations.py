@@ -23,6 +23,12 @@ def new_conversation_id() -> str:
     return f"c-{uuid.uuid4().hex}"
 
 
+def asked_in(conversation: str) -> str:
+    """The conversation a question goes to: the one shown, or a new id for a new one (a
+    conversation gets its id with its first turn)."""
+    return conversation or new_conversation_id()
+
+
 def conversation_labels(order: list[str], turns) -> dict[str, str]:
     """A readable label per conversation id (its first question seen, and when), in ``order``.
     Labels are unique (the picker maps a label back to its id): a repeated one gets the id's end."""
