@@ -13,6 +13,7 @@ each character's list of the words that hold it. Only the words that pass go to
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Iterable
 
 import numpy as np
@@ -28,7 +29,7 @@ class Spellings:
         self.columns: dict[str, int] = {}
         cols, holders, times = [], [], []
         for i, w in enumerate(self.words):
-            for c, k in _counted(w).items():
+            for c, k in Counter(w).items():
                 cols.append(self.columns.setdefault(c, len(self.columns)))
                 holders.append(i)
                 times.append(k)
@@ -50,7 +51,7 @@ class Spellings:
         if lo >= hi:
             return []
         shared = np.zeros(hi - lo, dtype=np.int64)
-        for char, times in _counted(word).items():
+        for char, times in Counter(word).items():
             col = self.columns.get(char)
             if col is None:
                 continue
@@ -61,13 +62,6 @@ class Spellings:
         quick = 2.0 * shared / (size + self.lengths[lo:hi])
         pool = [self.words[lo + i] for i in np.flatnonzero(quick >= cutoff)]
         return difflib.get_close_matches(word, pool, n=n, cutoff=cutoff)
-
-
-def _counted(word: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for c in word:
-        out[c] = out.get(c, 0) + 1
-    return out
 
 
 def _shortest(size: int, cutoff: float) -> int:
