@@ -135,3 +135,24 @@ def test_held_out_set_is_decided_by_a_model_fit_without_it():
     refused_unanswerable, n = result.refused("unanswerable")
     refused_answerable, m = result.refused("as_is")
     assert n == m == 60 and refused_unanswerable == 0 and refused_answerable == 60
+
+
+def test_a_set_no_model_is_fit_on_is_decided_when_held_out():
+    """``--hold-out cmrc-trial-para``: no model is fit on the paraphrased set, yet holding it out
+    decides its questions by the models fit on the rest, as they read them (an easy set: none of
+    its answerable questions refused, every unanswerable one refused)."""
+    from rag.bench.fit_answerability import transfer
+
+    def rows(qset: str) -> list[Row]:
+        out = []
+        for i in range(60):
+            for cond, good in (("as_is", True), ("removed", False)):
+                feats = {"p_top": 0.9 if good else 0.2, "cover_sentence": 0.8 if good else 0.1}
+                out.append(Row(qset, f"{qset}{i}", cond, "q", False, "answer", 0.5, "cjk", feats, [], 1.0))
+        return out
+
+    train = rows("cmrc-trial")
+    assert "cmrc-trial-para" not in {r.set for part in fit_rows(train + rows("cmrc-trial-para")).values() for r in part}
+    (result,) = transfer(train + rows("cmrc-trial-para"), "cmrc-trial-para")
+    assert {r.set for r in result.rows} == {"cmrc-trial-para"}
+    assert result.refused("unanswerable") == (60, 60) and result.refused("as_is") == (0, 60)

@@ -131,13 +131,15 @@ def fit_script(rows: list[Row], script: str, drops: Sequence[str] = ()) -> dict:
     }
 
 
-def fit_rows(rows: list[Row]) -> dict[str, list[Row]]:
+def fit_rows(rows: list[Row], also: str = "") -> dict[str, list[Row]]:
     """Each model's rows (``latin``, ``cjk``, or ``<script>/reader`` when the rows carry the
-    reader's feature): its script's rows from its ``FIT_ON`` sets; with the reader, only the
-    questions it was never fine-tuned on (``READER_TRAINED_ON`` sets: folds outside ``READER_FOLDS``)."""
+    reader's feature): its script's rows from its ``FIT_ON`` sets (and set ``also``, a set only
+    reported on, such as a paraphrased one, when its questions are to be decided); with the
+    reader, only the questions it was never fine-tuned on (``READER_TRAINED_ON`` sets: folds
+    outside ``READER_FOLDS``)."""
     out = {}
     for script, sources in FIT_ON.items():
-        part = [r for r in rows if r.script == script and r.set in sources and r.features]
+        part = [r for r in rows if r.script == script and r.set in (*sources, also) and r.features]
         key = script
         if any("reader" in r.features for r in part):
             part = [
@@ -181,7 +183,9 @@ def rescored(rows: list[Row], threshold: float = 0.5) -> list[SetResult]:
 
 def transfer(rows: list[Row], held: str) -> list[SetResult]:
     """Each model refit without set ``held``'s rows, then ``held``'s questions decided by it at
-    its own operating point: how the decision carries to a distribution it was not chosen on."""
+    its own operating point: how the decision carries to a distribution it was not chosen on.
+    ``held`` may be a set no model is fit on (``cmrc-trial-para``): its questions are decided
+    by the models fit on the rest."""
     from rag.retrieval.answerability.model import AnswerabilityModel
 
     models = {
@@ -189,7 +193,7 @@ def transfer(rows: list[Row], held: str) -> list[SetResult]:
         for key, m in fit([r for r in rows if r.set != held]).items()
     }
     result = SetResult(f"{held} (decided by models fit without it)")
-    for key, part in fit_rows([r for r in rows if r.set == held]).items():
+    for key, part in fit_rows([r for r in rows if r.set == held], also=held).items():
         model = models.get(key)
         if model is None:
             continue
@@ -217,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         "--hold-out",
         action="append",
         default=[],
-        help="refit without this training set and decide its questions at that fit's operating point (repeat)",
+        help="refit without this training set and decide its questions at that fit's operating point "
+        "(repeat); a set no model is fit on (cmrc-trial-para) is decided by the models fit on the rest",
     )
     args = ap.parse_args(argv)
     rows = [r for d in args.dumps for r in load_dump(Path(d))]
