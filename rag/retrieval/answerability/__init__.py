@@ -326,6 +326,8 @@ def _missing(read: _Read, question: str) -> str:
     for a Chinese question (``is_chinese``)."""
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}
     named = [t for t in read.absent if not _is_frame(t, shaping)]  # not "often", "long", "money"
+    # a word inside another named one is a cut of the same words (jieba's 假发 in 假发票): the longer says it
+    named = [t for t in named if not any(t != u and t in u for u in named)]
     readings = [read.x[f] for f in read.readers]
     zh = is_chinese(question)
     if named:
