@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
+
 from rag.bench import squad
 from rag.bench.fit_answerability import fit_rows
 from rag.bench.reader_pairs import squad_pairs, squad_split
@@ -156,3 +158,23 @@ def test_a_set_no_model_is_fit_on_is_decided_when_held_out():
     (result,) = transfer(train + rows("cmrc-trial-para"), "cmrc-trial-para")
     assert {r.set for r in result.rows} == {"cmrc-trial-para"}
     assert result.refused("unanswerable") == (60, 60) and result.refused("as_is") == (0, 60)
+
+
+def test_the_reader_report_judges_questions_as_well_as_windows(capsys):
+    """``squad_report``: a scorer that knows only whether a window holds the answer is perfect on
+    windows and on answer-holding windows against unanswerable ones, but an answerable question
+    whose own window misses its answer scores as low as an unanswerable one: per question, what the
+    decision reads, it is worth less (here 0.75)."""
+    from rag.bench.fit_cjk_reader import squad_report
+    from rag.bench.reader_pairs import Pair
+
+    held = [
+        Pair("a", "q", "w", "t", 1, "own"),  # answerable, its window holds the answer
+        Pair("b", "q", "w", "t", 0, "own"),  # answerable, its window misses it
+        Pair("c", "q", "w", "t", 0, "impossible"),
+        Pair("d", "q", "w", "t", 0, "impossible"),
+    ]
+    scores = np.array([0.9 if p.label else 0.1 for p in held])
+    squad_report(held, scores, {p.qid: "squad2-en" for p in held})
+    out = capsys.readouterr().out
+    assert "windows AUC 1.000" in out and "same paragraph 1.000" in out and "per question 0.750" in out

@@ -256,19 +256,23 @@ def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], com
 
 
 def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]) -> None:
-    """Per SQuAD-shaped set, on held-out articles: windows (holds the answer or not) and an
-    answerable question's own window against an unanswerable one's (same paragraphs, no answer),
-    beside character overlap's."""
+    """Per SQuAD-shaped set, on held-out articles: windows (holds the answer or not); an
+    answerable question's own window that holds its answer against an unanswerable one's (same
+    paragraphs, no answer); and per question, as the decision reads it, every answerable
+    question's own window (whether it holds the answer or not) against every unanswerable one's:
+    each beside character overlap's."""
     overlap = _overlap(held)
     for source in sorted({source_of[p.qid] for p in held}):
         idx = [i for i, p in enumerate(held) if source_of[p.qid] == source]
         y = np.array([held[i].label for i in idx])
         same = [i for i in idx if held[i].role in ("own", "impossible")]
         ys = np.array([held[i].role == "own" and held[i].label == 1 for i in same], dtype=int)
+        yq = np.array([held[i].role == "own" for i in same], dtype=int)
         print(
             f"held-out {source} ({len({held[i].qid for i in idx})} questions): windows AUC {auc(scores[idx], y):.3f} "
             f"(overlap {auc(overlap[idx], y):.3f}) · answerable vs unanswerable on the same paragraph "
-            f"{auc(scores[same], ys):.3f} (overlap {auc(overlap[same], ys):.3f})"
+            f"{auc(scores[same], ys):.3f} (overlap {auc(overlap[same], ys):.3f}) · per question "
+            f"{auc(scores[same], yq):.3f} (overlap {auc(overlap[same], yq):.3f})"
         )
 
 
