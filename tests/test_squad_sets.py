@@ -178,3 +178,5 @@ def test_the_reader_report_judges_questions_as_well_as_windows(capsys):
     squad_report(held, scores, {p.qid: "squad2-en" for p in held})
     out = capsys.readouterr().out
     assert "windows AUC 1.000" in out and "same paragraph 1.000" in out and "per question 0.750" in out
+    squad_report(held[:2], scores[:2], {"a": "xquad-en", "b": "xquad-en"})  # no unanswerable question
+    assert "per question" not in capsys.readouterr().out

@@ -271,8 +271,12 @@ def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]
         print(
             f"held-out {source} ({len({held[i].qid for i in idx})} questions): windows AUC {auc(scores[idx], y):.3f} "
             f"(overlap {auc(overlap[idx], y):.3f}) · answerable vs unanswerable on the same paragraph "
-            f"{auc(scores[same], ys):.3f} (overlap {auc(overlap[same], ys):.3f}) · per question "
-            f"{auc(scores[same], yq):.3f} (overlap {auc(overlap[same], yq):.3f})"
+            f"{auc(scores[same], ys):.3f} (overlap {auc(overlap[same], ys):.3f})"
+            + (  # XQuAD has no unanswerable questions to set against
+                f" · per question {auc(scores[same], yq):.3f} (overlap {auc(overlap[same], yq):.3f})"
+                if 0 < yq.sum() < len(yq)
+                else ""
+            )
         )
 
 
