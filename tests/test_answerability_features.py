@@ -352,6 +352,8 @@ def test_what_was_missing_is_said_in_the_question_s_language():
     # jieba cuts 假发 (a wig) out of 假发票 as well: only the word the question says is named
     fake = "有人拿假发票来报销会怎么处理？"
     assert _missing(read(absent=["假发", "假发票"]), fake) == "文档中没有提到“假发票”。"
+    both = "The documents don't mention 'polyester', 'ester'."  # English words are whole: neither is a cut
+    assert _missing(read(absent=["polyester", "ester"]), "Is polyester an ester?") == both
     assert _missing(read(kind_missing=1.0, kind=AnswerKind.DATE), zh) == "问题问的是日期，但最相关的段落里没有日期。"
     assert _missing(read(unheld=["停车"]), zh) == "最相关的段落没有提到“停车”。"
     assert _missing(read(unheld=["停车", "夜间", "费用"]), zh) == "没有哪个段落同时提到“停车”、“夜间”和“费用”。"

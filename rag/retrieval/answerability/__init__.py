@@ -326,8 +326,9 @@ def _missing(read: _Read, question: str) -> str:
     for a Chinese question (``is_chinese``)."""
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}
     named = [t for t in read.absent if not _is_frame(t, shaping)]  # not "often", "long", "money"
-    # a word inside another named one is a cut of the same words (jieba's 假发 in 假发票): the longer says it
-    named = [t for t in named if not any(t != u and t in u for u in named)]
+    # a Chinese word inside another named one is jieba's second cut of the same characters (假发 in
+    # 假发票): the longer says it. English terms are whole words: "car" is no cut of "scar".
+    named = [t for t in named if not (CJK_LETTER_RE.search(t) and any(t != u and t in u for u in named))]
     readings = [read.x[f] for f in read.readers]
     zh = is_chinese(question)
     if named:
