@@ -4,20 +4,19 @@ import streamlit as st
 
 import appkit
 from rag import ask
-from rag.answer import EventKind, Outcome
+from rag.answer import EventKind
 from rag.demo import DEMO_KB, example_questions
 from rag.views.chat import (
     AnswerStream,
-    answer_markdown,
     changed_sources,
     closest_markdown,
     evidence_markdown,
     footnotes,
+    outcome_box,
     sources_notes,
     turn_notes,
 )
 from rag.views.conversations import NEW_CONVERSATION, asked_in, conversation_picker
-from rag.views.decision import turn_note
 from rag.views.highlight import md_escape
 
 appkit.page_setup()
@@ -65,15 +64,13 @@ def _sources(turn) -> None:
 
 
 def _outcome(answer, trace) -> None:
-    if answer.outcome is Outcome.ANSWER:
-        st.markdown(answer_markdown(answer.text))
+    box = outcome_box(answer, trace)
+    if box.tone == "answer":
+        st.markdown(box.markdown)
         return
-    note = turn_note(answer, trace)  # title and "Why" from the decision record, in the question's language
-    if answer.outcome is Outcome.CLARIFY:
-        st.info(f"**{note.title}** — {md_escape(answer.text)}", icon=":material/help:")
-    else:
-        st.warning(f"**{note.title}** — {md_escape(answer.text)}", icon=":material/block:")
-    st.caption(md_escape(note.why))
+    shown = st.info if box.tone == "info" else st.warning
+    shown(box.markdown, icon=":material/help:" if box.tone == "info" else ":material/block:")
+    st.caption(box.caption)
 
 
 def _ask_again(question: str) -> None:

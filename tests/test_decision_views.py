@@ -13,8 +13,9 @@ from rag.records import ChunkRecord, ModelLabel
 from rag.retrieval.evidence import shape
 from rag.retrieval.fallback import REFUSAL_TEXT, REFUSAL_TEXT_ZH, Evidence, decide_by_rules
 from rag.retrieval.trace import ActionCause, Answerability, Candidate, Decider, FallbackAction, Trace
-from rag.views.chat import evidence_cards
+from rag.views.chat import evidence_cards, outcome_box
 from rag.views.decision import explain, turn_explanation, turn_note
+from rag.views.highlight import md_escape
 from rag.views.ledger import ledger_frame
 
 SABBATICAL = "How many weeks of sabbatical do employees get after ten years of service?"
@@ -167,3 +168,21 @@ def test_an_answer_from_the_best_passage_cites_1_and_the_ledger_ranks_it_first(h
     assert ledger.loc[0, "chunk_id"] == top.chunk_id and ledger.loc[0, "final"] == 1
     kept = [c for c in evidence if not c.expanded_from]
     assert [c.rerank_rank for c in kept] == sorted(c.rerank_rank for c in kept)
+
+
+def test_a_turn_s_outcome_box_shows_the_answer_or_the_decision_s_title_and_why():
+    """``outcome_box``: an answer as Markdown with its badges; a refusal (warning) or a question
+    back (info) as the decision record's title and text, its "Why" beneath, escaped."""
+    label = ModelLabel("x", "y")
+    answered = outcome_box(Answer(ANSWERABLE, "Five days [1].", label, outcome=Outcome.ANSWER), None)
+    assert (answered.tone, answered.caption) == ("answer", "") and answered.markdown.startswith(
+        "Five days :blue-badge[1]"
+    )
+    fb = decide(SABBATICAL, verdict(0.6, absent=["sabbatical"]))
+    refused = Answer(SABBATICAL, fb.message, label, outcome=Outcome.REFUSAL)
+    box = outcome_box(refused, trace_with(SABBATICAL, fb, verdict(0.6, absent=["sabbatical"])))
+    note = turn_note(refused, trace_with(SABBATICAL, fb, verdict(0.6, absent=["sabbatical"])))
+    assert box.tone == "warning" and box.markdown == f"**{note.title}** — {md_escape(refused.text)}"
+    assert box.caption == md_escape(note.why) and "sabbatical" in box.caption
+    back = outcome_box(Answer("what about it?", "Which policy do you mean?", label, outcome=Outcome.CLARIFY), None)
+    assert back.tone == "info" and back.markdown.endswith("— " + md_escape("Which policy do you mean?"))

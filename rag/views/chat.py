@@ -12,12 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag import ask
-from rag.answer import Answer, AnswerEvent, Citation, EventKind
+from rag.answer import Answer, AnswerEvent, Citation, EventKind, Outcome
 from rag.answer.citations import CITATION_RE
 from rag.answer.result import IssueCode
 from rag.records import EvidencePassage
 from rag.retrieval.rerankers.simple import NoReranker
 from rag.retrieval.trace import CLOSEST_PASSAGES, Candidate, FallbackAction
+from rag.views.decision import turn_note
 from rag.views.highlight import (
     SOURCE_DELETED,
     Span,
@@ -81,6 +82,25 @@ class AnswerStream:
         many drafts validation threw away (empty when there is neither)."""
         note = f"Draft, not yet verified: {md_escape(self.draft[-240:])}" if self.draft else ""
         return note + (f" · {self.rejected} draft(s) rejected" if self.rejected else "")
+
+
+@dataclass(frozen=True)
+class OutcomeBox:
+    """How a turn's outcome is shown: an answer as Markdown (``tone`` "answer"), or the question
+    back ("info") or the refusal ("warning") as its title and text, with the decision's "Why"
+    under it (every piece of text escaped)."""
+
+    tone: str
+    markdown: str
+    caption: str = ""
+
+
+def outcome_box(answer: Answer, trace) -> OutcomeBox:
+    if answer.outcome is Outcome.ANSWER:
+        return OutcomeBox("answer", answer_markdown(answer.text))
+    note = turn_note(answer, trace)  # title and "Why" from the decision record, in the question's language
+    tone = "info" if answer.outcome is Outcome.CLARIFY else "warning"
+    return OutcomeBox(tone, f"**{note.title}** — {md_escape(answer.text)}", md_escape(note.why))
 
 
 def answer_markdown(text: str) -> str:
