@@ -9,10 +9,11 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from rag.bench import squad
 from rag.bench.fit_answerability import fit_rows
-from rag.bench.reader_pairs import squad_pairs, squad_split
+from rag.bench.reader_pairs import crossed, squad_pairs, squad_split
 from rag.bench.refusal import Row
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 
@@ -79,6 +80,24 @@ def test_unanswerable_question_gives_a_negative_window_of_its_own_paragraph(tmp_
     assert roles[("zh2", "impossible")] == 0
     assert roles[("x1", "own")] == 1  # its window holds 罗洛
     assert roles[("x1", "gutted")] == 0
+
+
+def test_crossed_pairs_keep_the_windows_and_labels_and_ask_in_the_other_language(tmp_path):
+    data = _bench(tmp_path)
+    zh = squad.load("xquad-zh", data)
+    twins = squad.twin_questions("xquad-zh", data)
+    assert twins == {"x1": "Who led them?"}
+    asked_in_zh, asked_in_en = squad_pairs(zh), crossed(zh, twins)
+    # the same windows (chosen with the Chinese words), the same labels, the English question
+    assert [(p.window, p.label, p.role) for p in asked_in_en] == [(p.window, p.label, p.role) for p in asked_in_zh]
+    assert {p.question for p in asked_in_en} == {"Who led them?"}
+    assert any(p.label == 1 for p in asked_in_en) and any(p.label == 0 for p in asked_in_en)
+    assert crossed(zh, {}) == []  # no twin, no pair
+
+
+def test_only_xquad_has_twins(tmp_path):
+    with pytest.raises(ValueError, match="no twin"):
+        squad.twin_questions("squad2-en", _bench(tmp_path))
 
 
 def test_split_keeps_each_article_on_one_side(tmp_path):

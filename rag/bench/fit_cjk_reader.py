@@ -45,6 +45,7 @@ from rag.bench.reader_pairs import (
     OTHERS,
     Pair,
     cmrc_beir,
+    crossed,
     pairs,
     paraphrased,
     squad_pairs,
@@ -217,6 +218,11 @@ def _parser() -> argparse.ArgumentParser:
         default="",
         help=f"also fit on these SQuAD-shaped sets (comma-separated, of {', '.join(squad.SOURCES)}; articles by fold)",
     )
+    ap.add_argument(
+        "--cross",
+        default="",
+        help=f"also fit on these sets' questions asked in the other language (of {', '.join(squad.TWINS)}; by fold)",
+    )
     ap.add_argument("--squad-questions", type=int, default=1200, help="fit questions per SQuAD-shaped set (0: all)")
     ap.add_argument("--cmrc-limit", type=int, default=0, help="CMRC fit pairs, at most (0: all)")
     ap.add_argument("--bench-data", type=Path, default=Path("../shared/bench"), help="the benchmark data folder")
@@ -300,10 +306,20 @@ def main(argv: list[str] | None = None) -> int:
         [replace(p, qid=f"{q.qid}@{q.source}") for q in qs for p in squad_pairs([q])]  # ids recur across sets
         for qs in (squad_fit, squad_held)
     )
+    cross = [s for s in args.cross.split(",") if s]
+    c_fit, c_held = squad_split(cross, args.bench_data, args.squad_questions) if cross else ([], [])
+    for source in cross:  # the same draw of questions as --squad makes of the set
+        twins = squad.twin_questions(source, args.bench_data)
+        name = f"{source}, asked in {squad.SOURCES[squad.TWINS[source]][1]}"
+        for qs, out in ((c_fit, s_fit), (c_held, s_held)):
+            own = [q for q in qs if q.source == source]
+            out += [replace(p, qid=f"{p.qid}@{name}") for p in crossed(own, twins)]
+            source_of |= {f"{q.qid}@{name}": name for q in own}
     fit += s_fit
     print(
         f"{len(items)} CMRC pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
-        f"({len(s_fit)} from {len(squad_fit)} SQuAD-shaped questions; {args.paraphrase} paraphrased "
+        f"({len(s_fit)} from {len(squad_fit)} SQuAD-shaped questions and {len(c_fit)} asked in the other language; "
+        f"{args.paraphrase} paraphrased "
         f"cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
         flush=True,
     )
@@ -336,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             pairs=len(fit),
             inner=args.inner,
             squad=sources,
+            cross=cross,
             squad_questions=args.squad_questions,
             init=args.init.name if args.init else "",  # the weights file it started from
         )

@@ -6,7 +6,9 @@ paragraph's window, a window centred on its answer, the paragraph gutted of its 
 (``hard_negatives.gut``), windows of its own paragraph around other sentences and the other
 paragraphs sharing most of its characters. From SQuAD-shaped sets (``squad_pairs``,
 ``squad_split``, by article fold): the same for an answerable question, and an unanswerable one's
-own window as a negative. ``paraphrased`` asks any of them again in Cilin synonyms.
+own window as a negative. ``crossed`` asks an XQuAD question's pairs in the other language, where
+no word is shared and only meaning ties question and passage. ``paraphrased`` asks any of them
+again in Cilin synonyms.
 """
 
 from __future__ import annotations
@@ -142,6 +144,13 @@ def squad_pairs(questions: list[SquadQuestion]) -> list[Pair]:
         if gutted is not None:
             out.append(Pair(q.qid, q.question, focus(q.question, gutted, q.title), q.title, 0, "gutted"))
     return out
+
+
+def crossed(questions: list[SquadQuestion], twins: dict[str, str]) -> list[Pair]:
+    """``squad_pairs`` of ``questions`` (windows chosen with the question's own words, as the
+    pipeline chooses them) with each question asked as its twin in the other language asks it
+    (``squad.twin_questions``): the same labels, no shared word. Questions without a twin are left out."""
+    return [replace(p, question=twins[q.qid]) for q in questions if q.qid in twins for p in squad_pairs([q])]
 
 
 def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13):

@@ -28,6 +28,7 @@ SOURCES = {  # name -> (file under the benchmark data folder, language)
     "xquad-zh": ("xquad/xquad.zh.json", "zh"),
 }
 _TITLES_FROM = "xquad-en"  # English titles by question id
+TWINS = {"xquad-en": "xquad-zh", "xquad-zh": "xquad-en"}  # the same questions, professionally translated
 
 
 @dataclass(frozen=True)
@@ -139,3 +140,11 @@ def beir_view(source: str, data: Path, out_dir: Path) -> Path:
         shutil.rmtree(folder)
     tmp.rename(folder)
     return folder
+
+
+def twin_questions(source: str, data: Path) -> dict[str, str]:
+    """Question id -> the same question as ``source``'s twin set (``TWINS``) asks it, in the other
+    language: XQuAD's English and Chinese share their ids."""
+    if source not in TWINS:
+        raise ValueError(f"{source} has no twin in another language (sets with one: {', '.join(TWINS)})")
+    return {q.qid: q.question for q in load(TWINS[source], data)}
