@@ -21,6 +21,10 @@ The lower layers are frozen, so their output is computed once; only the top ``TR
 layers and the head train, and only they are written (float16) to ``models/reader-cjk.pt``
 (then ``python -m rag models --update`` records its sha256 in ``models/MANIFEST.json``).
 
+``--squad`` adds SQuAD-shaped sets (``rag.bench.squad``, folds by article) and ``--cross`` XQuAD
+questions asked in the other language (``reader_pairs.crossed``); their held-out articles get a
+report of their own (``squad_report``).
+
 The data is CMRC 2018 trial in its BEIR form, built from the raw ``cmrc2018_trial.json`` by
 ``python -m rag eval import-squad ../shared/bench/cmrc2018-trial/cmrc2018_trial.json ../shared/bench/cmrc2018-trial/beir``.
 """
