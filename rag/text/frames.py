@@ -1,12 +1,18 @@
 """The frame of a Chinese question: tokens that shape it ("几项", "哪所", "此鱼") rather than name
-its subject, by two rules over jieba's tokens (no list of single questions):
+its subject, by three rules over jieba's tokens (no list of single questions):
 
 1. An interrogative or a demonstrative glued to one measure word (几项, 哪所, 此条, 每位) is a
    frame word: the answer says the count or the thing, never the pointer.
 2. A token jieba's dictionary does not know (its HMM guessed it) that starts with an
-   interrogative or a demonstrative, or ends in the copula or a particle, is a cut across the
-   frame: "慧是" of "王法慧是谁", "此鱼" of "此鱼分布在哪里". A dictionary word is kept
-   whatever its first character: 几何, 该死, 那曲.
+   interrogative, a demonstrative or a function word (rule 3), or ends in the copula or a
+   particle, is a cut across the frame: "慧是" of "王法慧是谁", "此鱼" of "此鱼分布在哪里",
+   "最多能" of "最多能报多少". A dictionary word is kept whatever its first character: 几何,
+   该死, 那曲.
+3. A function word or a quantity, as jieba's dictionary tags it (``is_function_token``): an
+   adverb (最多), a preposition (经过), a conjunction, an auxiliary, a locative (以后, 之内), a
+   pronoun (自己, 每年), a particle, a measure word, or a numeral compound (一天, 两个, 九点). They
+   frame what is asked, as English stop words do; documents say them in other words ("21:00",
+   "每人每天") or not at all, so counting them as missing reads the wording, not the subject.
 """
 
 from __future__ import annotations
@@ -28,10 +34,25 @@ def known_word(token: str) -> bool:
     return jieba.dt.FREQ.get(token, 0) > 0
 
 
+FUNCTION_TAGS = ("d", "p", "c", "u", "f", "r", "y", "e", "o", "q", "m")  # jieba's part-of-speech tags (prefixes)
+
+
+@lru_cache(maxsize=4096)
+def is_function_token(token: str) -> bool:
+    """A CJK token jieba's dictionary tags as a function word or a quantity (rule 3 above)."""
+    from jieba import posseg
+
+    tag = posseg.dt.word_tag_tab.get(token, "")
+    return bool(tag) and tag.startswith(FUNCTION_TAGS)
+
+
 def is_frame_token(token: str) -> bool:
     """A CJK token of two or more characters that frames the question (rules 1 and 2 above)."""
     if len(token) < 2:
         return False
     if len(token) == 2 and token[0] in POINTERS and token[1] in ZH_MEASURE:
         return True
-    return not known_word(token) and (token[0] in POINTERS or token[-1] in PARTICLES)
+    if known_word(token):
+        return False
+    starts_with_function = any(is_function_token(token[:k]) for k in range(2, len(token)))
+    return token[0] in POINTERS or token[-1] in PARTICLES or starts_with_function
