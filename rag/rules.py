@@ -26,7 +26,6 @@ RULES: Mapping[str, str] = MappingProxyType(
         # the question's terms (rag.text.terms) and how the evidence holds them
         "categories": "the answer category after which / what / 哪些 / 什么 is not a term",
         "frames": "a Chinese token glued to a pointer or a particle (几项, 哪所, 慧是) is not a term",
-        "function-words": "a Chinese function word or quantity (jieba's tags: 最多, 以后, 自己, 一天) is not a term",
         "hedges": "hedges (大约, 主要, 实际, 称之为) are not terms",
         "grammar-words": "the most common English words (Zipf >= 5.75: 'here', 'am') are not terms",
         "everyday-words": "an everyday word (Zipf >= 4.5: 'money') absent from the documents never refuses",

@@ -322,8 +322,8 @@ def test_what_each_term_rule_keeps_out_of_the_questions_terms(monkeypatch):
     monkeypatch.delenv(rules.ENV, raising=False)
     asked = [
         ("scifact-train", "1", "Which regions does the policy cover after 2020?"),
-        ("cmrc-trial", "2", "该公司主要生产哪些产品？"),
-        ("cmrc-trial", "3", "法规以后一共有几项规定？"),
+        ("cmrc-trial", "2", "该公司大约有多少员工？"),
+        ("cmrc-trial", "3", "法规一共有几项规定？"),
     ]
     rows = [
         Row(s, q, cond, text, False, "answer", 0.5, "latin", {}, [], 1.0)
@@ -333,9 +333,8 @@ def test_what_each_term_rule_keeps_out_of_the_questions_terms(monkeypatch):
     found = {(t.rule, t.set): t for t in terms_again(rows)}
     assert found["categories", "scifact-train"].kept_out == ("regions",)
     assert found["grammar-words", "scifact-train"].kept_out == ("after",)
-    assert found["hedges", "cmrc-trial"].kept_out == ("主要",) and found["hedges", "cmrc-trial"].changed == 1
+    assert found["hedges", "cmrc-trial"].kept_out == ("大约",) and found["hedges", "cmrc-trial"].changed == 1
     assert found["frames", "cmrc-trial"].kept_out == ("几项",) and found["frames", "cmrc-trial"].questions == 2
-    assert found["function-words", "cmrc-trial"].kept_out == ("以后",)
     assert found["hedges", "scifact-train"].changed == 0
     assert "| hedges | cmrc-trial | 2 | 1 (0.500) |" in terms_table(list(found.values()))
     with pytest.raises(DatasetError, match="training sets only"):

@@ -47,8 +47,7 @@ def test_a_rule_off_changes_the_fingerprint(monkeypatch):
     [
         ("哪些地区的政策有变化？", "categories", "地区"),  # the category after 哪些
         ("Which regions does the policy cover?", "categories", "region"),
-        ("该公司主要生产哪些产品？", "hedges", "主要"),
-        ("员工以后最多能报多少？", "function-words", "以后"),
+        ("该公司大约有多少员工？", "hedges", "大约"),
         ("法规一共有几项规定？", "frames", "几项"),
         ("Can I work from here on Fridays?", "grammar-words", "here"),
     ],
