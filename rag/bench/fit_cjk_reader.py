@@ -304,25 +304,26 @@ def main(argv: list[str] | None = None) -> int:
     held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
     held_para = paraphrased(held, seed=7)
     sources = [s for s in args.squad.split(",") if s]
-    squad_fit, squad_held = squad_split(sources, args.bench_data, args.squad_questions) if sources else ([], [])
-    source_of = {f"{q.qid}@{q.source}": q.source for q in squad_fit + squad_held}
-    s_fit, s_held = (
-        [replace(p, qid=f"{q.qid}@{q.source}") for q in qs for p in squad_pairs([q])]  # ids recur across sets
-        for qs in (squad_fit, squad_held)
-    )
     cross = [s for s in args.cross.split(",") if s]
-    c_fit, c_held = squad_split(cross, args.bench_data, args.squad_questions) if cross else ([], [])
-    for source in cross:  # the same draw of questions as --squad makes of the set
+    drawn = list(dict.fromkeys(sources + cross))  # one draw of each set, read as written and in the other language
+    squad_fit, squad_held = squad_split(drawn, args.bench_data, args.squad_questions) if drawn else ([], [])
+    source_of = {f"{q.qid}@{q.source}": q.source for q in squad_fit + squad_held if q.source in sources}
+    s_fit, s_held = (
+        [replace(p, qid=f"{q.qid}@{q.source}") for q in qs if q.source in sources for p in squad_pairs([q])]
+        for qs in (squad_fit, squad_held)  # ids recur across sets
+    )
+    for source in cross:
         twins = squad.twin_questions(source, args.bench_data)
         name = f"{source}, asked in {squad.SOURCES[squad.TWINS[source]][1]}"
-        for qs, out in ((c_fit, s_fit), (c_held, s_held)):
+        for qs, out in ((squad_fit, s_fit), (squad_held, s_held)):
             own = [q for q in qs if q.source == source]
             out += [replace(p, qid=f"{p.qid}@{name}") for p in crossed(own, twins)]
             source_of |= {f"{q.qid}@{name}": name for q in own}
     fit += s_fit
     print(
         f"{len(items)} CMRC pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
-        f"({len(s_fit)} from {len(squad_fit)} SQuAD-shaped questions and {len(c_fit)} asked in the other language; "
+        f"({len(s_fit)} from {sum(q.source in sources for q in squad_fit)} SQuAD-shaped questions as written and "
+        f"{sum(q.source in cross for q in squad_fit)} asked in the other language; "
         f"{args.paraphrase} paraphrased "
         f"cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
         flush=True,

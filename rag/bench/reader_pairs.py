@@ -150,7 +150,7 @@ def crossed(questions: list[SquadQuestion], twins: dict[str, str]) -> list[Pair]
     """``squad_pairs`` of ``questions`` (windows chosen with the question's own words, as the
     pipeline chooses them) with each question asked as its twin in the other language asks it
     (``squad.twin_questions``): the same labels, no shared word. Questions without a twin are left out."""
-    return [replace(p, question=twins[q.qid]) for q in questions if q.qid in twins for p in squad_pairs([q])]
+    return [replace(p, question=twins[p.qid]) for p in squad_pairs([q for q in questions if q.qid in twins])]
 
 
 def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13):
