@@ -53,7 +53,7 @@ def _sources(turn) -> None:
     for note in notes:
         with st.container(border=True):
             left, right = st.columns([5, 1], vertical_alignment="center")
-            left.markdown(f":blue-badge[{note.n}] {note.where} · support {note.support:.2f}")
+            left.markdown(note.label)
             right.page_link(
                 appkit.INSPECTOR,
                 label="Inspect",
@@ -68,8 +68,7 @@ def _outcome(answer, trace) -> None:
     if box.tone == "answer":
         st.markdown(box.markdown)
         return
-    shown = st.info if box.tone == "info" else st.warning
-    shown(box.markdown, icon=":material/help:" if box.tone == "info" else ":material/block:")
+    (st.info if box.tone == "info" else st.warning)(box.markdown, icon=box.icon)
     st.caption(box.caption)
 
 

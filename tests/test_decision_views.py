@@ -183,6 +183,8 @@ def test_a_turn_s_outcome_box_shows_the_answer_or_the_decision_s_title_and_why()
     box = outcome_box(refused, trace_with(SABBATICAL, fb, verdict(0.6, absent=["sabbatical"])))
     note = turn_note(refused, trace_with(SABBATICAL, fb, verdict(0.6, absent=["sabbatical"])))
     assert box.tone == "warning" and box.markdown == f"**{note.title}** — {md_escape(refused.text)}"
+    assert (box.icon, answered.icon) == (":material/block:", "")
     assert box.caption == md_escape(note.why) and "sabbatical" in box.caption
     back = outcome_box(Answer("what about it?", "Which policy do you mean?", label, outcome=Outcome.CLARIFY), None)
     assert back.tone == "info" and back.markdown.endswith("— " + md_escape("Which policy do you mean?"))
+    assert back.icon == ":material/help:"

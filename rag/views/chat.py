@@ -94,6 +94,11 @@ class OutcomeBox:
     markdown: str
     caption: str = ""
 
+    @property
+    def icon(self) -> str:
+        """The Material icon of a question back or a refusal ('' for an answer)."""
+        return {"info": ":material/help:", "warning": ":material/block:"}.get(self.tone, "")
+
 
 def outcome_box(answer: Answer, trace) -> OutcomeBox:
     if answer.outcome is Outcome.ANSWER:
@@ -139,6 +144,11 @@ class Footnote:
     html: str  # the source window with the supporting span(s) highlighted (escaped)
     chunk_id: str
     support: float
+
+    @property
+    def label(self) -> str:
+        """Its line above the source: badge, where, support (Markdown)."""
+        return f":blue-badge[{self.n}] {self.where} · support {self.support:.2f}"
 
 
 def revision_of(chunk_id: str) -> int | None:
