@@ -21,6 +21,8 @@ The lower layers are frozen, so their output is computed once; only the top ``TR
 layers and the head train, and only they are written (float16) to ``models/reader-cjk.pt``
 (then ``python -m rag models --update`` records its sha256 in ``models/MANIFEST.json``).
 
+``--own-words`` adds the fit folds' questions rewritten in a user's own words
+(``data/train/cmrc-trial-own-words.jsonl``) and reports the held-out folds' rewrites.
 ``--squad`` adds SQuAD-shaped sets (``rag.bench.squad``, folds by article) and ``--cross`` XQuAD
 questions asked in the other language (``reader_pairs.crossed``); their held-out articles get a
 report of their own (``squad_report``).
@@ -50,6 +52,7 @@ from rag.bench.reader_pairs import (
     Pair,
     cmrc_beir,
     crossed,
+    own_worded,
     pairs,
     paraphrased,
     squad_pairs,
@@ -186,9 +189,11 @@ def logits_of(encoder, head, cached: list, cut: int, batch: int = 64) -> np.ndar
         )
 
 
-def report(held: list[Pair], scores: np.ndarray, held_para: list[Pair], para: np.ndarray) -> None:
-    """The held-out AUCs beside character overlap's: per window, per question (as written and
-    paraphrased), and own paragraph vs its gutted copy."""
+def report(
+    held: list[Pair], scores: np.ndarray, held_para: list[Pair], para: np.ndarray, held_own: list[Pair], own: np.ndarray
+) -> None:
+    """The held-out AUCs beside character overlap's: per window, per question (as written,
+    paraphrased and in a user's own words), and own paragraph vs its gutted copy."""
     overlap = _overlap(held)
     y = np.array([p.label for p in held])
     print(f"held-out windows: reader AUC {auc(scores, y):.3f} · character overlap {auc(overlap, y):.3f}")
@@ -198,6 +203,10 @@ def report(held: list[Pair], scores: np.ndarray, held_para: list[Pair], para: np
     print(
         f"held-out questions, paraphrased ({len({p.qid for p in held_para})}): reader AUC "
         f"{question_auc(held_para, para):.3f} · overlap {question_auc(held_para, _overlap(held_para)):.3f}"
+    )
+    print(
+        f"held-out questions, own words ({len({p.qid for p in held_own})}): reader AUC "
+        f"{question_auc(held_own, own):.3f} · overlap {question_auc(held_own, _overlap(held_own)):.3f}"
     )
     hard = [i for i, p in enumerate(held) if p.role in ("own", "gutted")]
     yh = np.array([held[i].role == "own" for i in hard], dtype=int)
@@ -213,6 +222,9 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
     ap.add_argument("--inner", type=int, default=INNER, help="negative windows per question from its own paragraph")
     ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training pair")
+    ap.add_argument(
+        "--own-words", action="store_true", help="also fit on the fit folds' questions in a user's own words"
+    )
     ap.add_argument("--limit", type=int, default=0, help="first N training pairs only (a smoke run)")
     ap.add_argument(
         "--evaluate", type=Path, help="judge these saved reader weights on the held-out folds (no training)"
@@ -301,8 +313,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmrc_limit:
         fit = random.Random(13).sample(fit, min(args.cmrc_limit, len(fit)))
     fit += [p for k in range(args.paraphrase) for p in paraphrased(fit, seed=13 + k)]
+    if args.own_words:  # every fit-fold pair of a rewritten question, whatever --cmrc-limit drew
+        fit += own_worded([p for p in items if fold_of(p.qid) in READER_FOLDS])
     held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
     held_para = paraphrased(held, seed=7)
+    held_own = own_worded(held)
     sources = [s for s in args.squad.split(",") if s]
     cross = [s for s in args.cross.split(",") if s]
     drawn = list(dict.fromkeys(sources + cross))  # one draw of each set, read as written and in the other language
@@ -325,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({len(s_fit)} from {sum(q.source in sources for q in squad_fit)} SQuAD-shaped questions as written and "
         f"{sum(q.source in cross for q in squad_fit)} asked in the other language; "
         f"{args.paraphrase} paraphrased "
-        f"cop{'y' if args.paraphrase == 1 else 'ies'}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
+        f"cop{'y' if args.paraphrase == 1 else 'ies'}{', own words' if args.own_words else ''}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
         flush=True,
     )
     tok, encoder, head = untrained()
@@ -335,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
     cached_held = precompute(encoder, tok, held, cut)
     cached_para = precompute(encoder, tok, held_para, cut)
+    cached_own = precompute(encoder, tok, held_own, cut)
     cached_squad = precompute(encoder, tok, s_held, cut) if s_held else []
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.evaluate:
@@ -342,7 +358,14 @@ def main(argv: list[str] | None = None) -> int:
         losses = []
     else:
         losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
-    report(held, logits_of(encoder, head, cached_held, cut), held_para, logits_of(encoder, head, cached_para, cut))
+    report(
+        held,
+        logits_of(encoder, head, cached_held, cut),
+        held_para,
+        logits_of(encoder, head, cached_para, cut),
+        held_own,
+        logits_of(encoder, head, cached_own, cut),
+    )
     if s_held:
         squad_report(s_held, logits_of(encoder, head, cached_squad, cut), source_of)
     print(f"took {time.perf_counter() - t0:.0f} s")
@@ -358,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
             inner=args.inner,
             squad=sources,
             cross=cross,
+            own_words=args.own_words,
             squad_questions=args.squad_questions,
             init=args.init.name if args.init else "",  # the weights file it started from
         )

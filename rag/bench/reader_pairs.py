@@ -21,6 +21,7 @@ from pathlib import Path
 from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS
 from rag.bench.hard_negatives import gut
+from rag.bench.own_words import rewrites
 from rag.bench.squad import SquadQuestion
 from rag.bench.synonyms import paraphrase
 from rag.errors import BenchDataNotFound
@@ -168,6 +169,13 @@ def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13)
         fit += train[: per_source or None]
         held += other[: (per_source // 2) or None]
     return fit, held
+
+
+def own_worded(items: list[Pair]) -> list[Pair]:
+    """``items`` whose question has a rewrite in a user's own words (``own_words.rewrites``), each
+    asked in those words: the same windows (chosen with the question's own words) and labels."""
+    own = rewrites()
+    return [replace(p, question=own[p.qid]) for p in items if p.qid in own]
 
 
 def paraphrased(items: list[Pair], seed: int) -> list[Pair]:

@@ -11,6 +11,8 @@ sentences that hold its answer (``hard_negatives.py``), the same-topic case RGB-
 ``cmrc-trial-para`` and ``cmrc-trial-hard-para`` ask the same questions paraphrased (Cilin
 synonyms swapped in, ``synonyms.py``): CMRC's questions repeat the words of their answer, a user's
 own words often don't, and a model fit on the originals alone learns to refuse a paraphrase.
+``cmrc-trial-own`` and ``cmrc-trial-hard-own`` ask the questions rewritten in a user's own words
+(``own_words.py``; only the questions that have a rewrite).
 
 Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
@@ -38,6 +40,7 @@ from pathlib import Path
 from rag.bench import hard_negatives, squad
 from rag.bench.answer_reader import fold_of
 from rag.bench.beir import bench_home, dataset_name, default_kb_name, ingest_beir
+from rag.bench.own_words import rewrites
 from rag.config import Settings
 from rag.errors import DatasetError
 from rag.eval.beir import beir_doc_name, iter_corpus, iter_queries, load_beir
@@ -57,6 +60,7 @@ class RefusalSet:
     train: bool  # may be fit on
     hard: bool = False  # removed = the own paragraph less its answer sentences (``hard_negatives``)
     paraphrased: bool = False  # each question asked in other words (``synonyms.paraphrase``)
+    own_words: bool = False  # each question as rewritten in a user's words (``own_words.rewrites``)
     squad: str = ""  # a SQuAD-shaped source (``rag.bench.squad``): its BEIR view, folds by article
 
 
@@ -70,6 +74,8 @@ SETS = {
         RefusalSet("cmrc-trial-hard", "cmrc2018-trial", "train", train=True, hard=True),
         RefusalSet("cmrc-trial-para", "cmrc2018-trial", "train", train=True, paraphrased=True),
         RefusalSet("cmrc-trial-hard-para", "cmrc2018-trial", "train", train=True, hard=True, paraphrased=True),
+        RefusalSet("cmrc-trial-own", "cmrc2018-trial", "train", train=True, own_words=True),
+        RefusalSet("cmrc-trial-hard-own", "cmrc2018-trial", "train", train=True, hard=True, own_words=True),
         *(RefusalSet(name, "", "train", train=True, squad=name) for name in squad.SOURCES),
     )
 }
@@ -258,8 +264,10 @@ def run_set(
             continue
         if rs.paraphrased:
             question = _paraphrase(qid, question)
-            if question is None:
-                continue
+        elif rs.own_words:
+            question = rewrites().get(qid)
+        if question is None:
+            continue
         left = answer_left(answers[qid], pair[1]["doc_ids"], texts) if answers and qid in answers else None
         result.rows.append(replace(ask(kb, rs, qid, question, "as_is", home, pair[0]), answer_left=left, fold=fold))
         result.rows.append(replace(ask(kb, rs, qid, question, "removed", home, pair[1]), answer_left=left, fold=fold))

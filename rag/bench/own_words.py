@@ -1,0 +1,38 @@
+"""CMRC 2018 trial questions asked in a user's own words (``data/train/cmrc-trial-own-words.jsonl``:
+how they were written and which questions, in ``data/train/README.md``).
+
+Cilin swaps (``rag.bench.synonyms``) keep a question's frame and swap single words, so a model
+can still lean on the rest; these rewrites change the wording the way people do ("分布在哪些地区"
+-> "在哪些地方能见到"), which is what the demo's own-words sets ask and what CMRC's questions,
+written while reading their passage, never do.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from rag.errors import DatasetError
+
+OWN_WORDS = Path(__file__).resolve().parents[2] / "data" / "train" / "cmrc-trial-own-words.jsonl"
+
+
+@lru_cache(maxsize=1)
+def rewrites(path: Path = OWN_WORDS) -> dict[str, str]:
+    """CMRC question id -> the question in other words."""
+    if not path.exists():
+        raise DatasetError(
+            f"No own-words rewrites at {path}.",
+            fix="It ships with the repository (data/train/); restore it with git checkout -- data/train.",
+        )
+    out: dict[str, str] = {}
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not row.get("qid") or not row.get("own_words"):
+                raise DatasetError(f"{path}:{n} has no qid or own_words.", fix="Each line needs both (README).")
+            out[row["qid"]] = row["own_words"]
+    return out
