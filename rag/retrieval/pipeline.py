@@ -24,7 +24,15 @@ from rag.errors import ModelUnavailable
 from rag.limits import check_query
 from rag.records import TermStats
 from rag.retrieval import evidence, fallback
-from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of, synonym_tokens
+from rag.retrieval.answerability import (
+    EVIDENCE_CHUNKS,
+    READER_SCRIPTS,
+    EvidenceChunk,
+    Locator,
+    assess,
+    script_of,
+    synonym_tokens,
+)
 from rag.retrieval.answerability.phrases import CLOSE_PHRASE_MODEL
 from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
@@ -291,7 +299,19 @@ class _Judge:
             use_reader=self.settings.answer_reader,
             reader_precision=self.settings.reader_precision,
             embed=self.kb.embedder.embed_texts if self.kb.embedder.model_id == CLOSE_PHRASE_MODEL else None,
+            locate=self._locator(),
         )
+
+    def _locator(self) -> Locator | None:
+        """multilingual-e5-small's cosines, for the answer reader's window (a question it reads);
+        none when the model is unavailable: the window is then found by shared characters alone."""
+        if not self.settings.answer_reader or self._analysis.script not in READER_SCRIPTS:
+            return None
+        try:
+            ml = load_multilingual(self.kb.settings)
+        except ModelUnavailable:
+            return None
+        return Locator(ml.label.model, ml.embed_query, ml.embed_texts)
 
     def _timed(self, stage: Stage, fn):
         t = time.perf_counter()

@@ -10,9 +10,10 @@ documents don't mention 'sabbatical'".
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*": shapes, not subject
 
 from rag import rules
@@ -95,11 +96,13 @@ def features(
     sentence_reader=None,
     embed: Embed | None = None,
     analysis: QuestionAnalysis | None = None,
+    locate: Locator | None = None,
 ) -> _Read:
     """Every feature of ``FEATURES`` for ``question`` over the ``ranked`` evidence (``reader``:
     the answer reader that gives the ``reader`` feature, ``sentence_reader`` the one that gives
     ``reader_sentence``; without one its feature is left out; ``embed``: the embedder that
-    finds close phrases for English terms found no other way)."""
+    finds close phrases for English terms found no other way; ``locate``: where the answer
+    reader's window is looked for by meaning too)."""
     analysis = reading(question, analysis)  # the ask's one reading, when the pipeline hands it over
     surface = analysis.terms
     near = stats.near
@@ -139,8 +142,10 @@ def features(
     unheld = tuple(m for m in best_missing if m not in absent)
     readers, window = {}, ""
     if reader is not None:
-        x["reader"], window = _read(reader, question, top)
-        readers["reader"] = reader.label
+        x["reader"], window = _read(reader, question, top, locate)
+        readers["reader"] = (
+            f"{reader.label} (window: shared characters + {locate.label} cosine)" if locate else reader.label
+        )
     if sentence_reader is not None:
         x["reader_sentence"] = _read_sentences(sentence_reader, question, top)
         readers["reader_sentence"] = sentence_reader.label
@@ -200,12 +205,28 @@ def term_matches(
     return tuple(out)
 
 
-def _read(reader, question: str, top: Sequence[EvidenceChunk]) -> tuple[float, str]:
+@dataclass(frozen=True)
+class Locator:
+    """Each sentence's embedding cosine to the question: where the answer reader's window is
+    looked for besides the question's own characters (``focus``). ``label`` names the embedder."""
+
+    label: str
+    query: Callable[[str], np.ndarray]  # the question's unit vector
+    texts: Callable[[list[str]], np.ndarray]  # the sentences' unit vectors, one row each
+
+    def __call__(self, question: str, sents: Sequence[str]) -> list[float]:
+        return (self.texts(list(sents)) @ self.query(question)).tolist() if sents else []
+
+
+def _read(reader, question: str, top: Sequence[EvidenceChunk], locate: Locator | None = None) -> tuple[float, str]:
     """The reader's probability for the best chunk's window, and that window. One window, not
     one per top chunk: on CMRC trial folds 3-4 the model separates as well with it, and it costs
-    a third (docs/BENCHMARKS.md, "Reader precision and the cost of a Chinese question")."""
+    a third (docs/BENCHMARKS.md, "Reader precision and the cost of a Chinese question").
+    ``locate``: each sentence's closeness in meaning to the question, for ``focus``."""
     read = top[:READ_CHUNKS]
-    windows = [focus(question, c.text, c.heading) for c in read]
+    windows = [
+        focus(question, c.text, c.heading, locate(question, sentences(c.text)) if locate else None) for c in read
+    ]
     probs = reader.probabilities(question, windows, [c.heading for c in read])
     if not probs:
         return 0.0, ""
@@ -244,13 +265,14 @@ def assess(
     reader_precision: str = "auto",
     embed: Embed | None = None,
     analysis: QuestionAnalysis | None = None,
+    locate: Locator | None = None,
 ) -> Answerability:
     """The decision for ``question``: the fitted model of its script, or (none shipped) the rule
     ``best rerank probability >= rule_threshold``. ``use_reader``: for a script the answer reader
     reads, add its feature and decide with the model fit with it (``<script>/reader``), the readers
-    in ``reader_precision`` (``Settings.reader_precision``)."""
+    in ``reader_precision`` (``Settings.reader_precision``), its window located with ``locate``."""
     reader, sreader = _readers(reader_precision) if use_reader and script in READER_SCRIPTS else (None, None)
-    read = features(question, ranked, stats, calibrated, reader, sreader, embed, analysis=analysis)
+    read = features(question, ranked, stats, calibrated, reader, sreader, embed, analysis=analysis, locate=locate)
     if not calibrated:  # a fitted model would read a p_top that does not exist: nothing decides
         model = AnswerabilityModel(name=UNCALIBRATED)
     model = model or model_for(script, features=read.x)
