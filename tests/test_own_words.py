@@ -50,3 +50,24 @@ def test_a_malformed_rewrite_file_says_what_each_line_needs(tmp_path):
         rewrites(bad)
     with pytest.raises(DatasetError, match="No own-words rewrites"):
         rewrites(tmp_path / "missing.jsonl")
+
+
+def test_window_weight_tool_reports_where_the_window_holds_the_answer(tmp_path, capsys):
+    """``fit_window_weight`` on a one-question CMRC-shaped folder, with the real multilingual-e5-small:
+    by characters alone the window is the sentence about going home that names no fare; with the
+    cosines at the shipped weight it is the one with the cap, so the share goes from 0 to 1."""
+    from rag.bench import fit_window_weight
+
+    src = tmp_path / "beir"
+    (src / "qrels").mkdir(parents=True)
+    para = (
+        "加班结束后回家前，请关闭电脑并锁好抽屉，最多保留一盏台灯。出差期间的住宿费凭发票实报实销。"
+        "因加班至 21:00 以后下班的，可乘坐出租车回家，单程上限为 100 元。"
+    )
+    (src / "corpus.jsonl").write_text(json.dumps({"_id": "P1", "title": "报销制度", "text": para}, ensure_ascii=False))
+    q = {"_id": "Q1", "text": "打车回家最多能报多少钱？", "metadata": {"answers": ["100 元"]}}
+    (src / "queries.jsonl").write_text(json.dumps(q, ensure_ascii=False))
+    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nQ1\tP1\t1\n")
+    assert fit_window_weight.main(["--data", str(src), "--weights", "0,3"]) == 0
+    rows = dict(line.split(" | ", 1) for line in capsys.readouterr().out.splitlines() if " | " in line)
+    assert rows["0"] == "0.000" and rows["3"] == "1.000"

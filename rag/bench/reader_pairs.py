@@ -63,7 +63,7 @@ def _answer_window(text: str, answer: str) -> str:
     return focus(answer, text[max(at - 150, 0) : at + 150]) if at >= 0 else ""
 
 
-def _holds(window: str, answers: list[str]) -> int:
+def holds(window: str, answers: list[str]) -> int:
     return int(any(a in window for a in answers))
 
 
@@ -71,9 +71,9 @@ def _inner_windows(question: str, text: str, title: str, answers: list[str], n: 
     """Up to ``n`` windows of the own paragraph around sentences that don't hold the answer, those
     sharing most of the question first: same article, same topic, no answer."""
     q = grams(question) - grams(title)
-    sents = [s for s in sentences(text) if not _holds(s, answers)]
+    sents = [s for s in sentences(text) if not holds(s, answers)]
     sents.sort(key=lambda s: -len(q & grams(s)))
-    return [w for w in (focus(s, text) for s in sents[:n]) if not _holds(w, answers)]
+    return [w for w in (focus(s, text) for s in sents[:n]) if not holds(w, answers)]
 
 
 @dataclass(frozen=True)
@@ -113,16 +113,16 @@ def pairs(data: Path, inner: int = 0, others: int = OTHERS) -> list[Pair]:
     for t in train_questions(data, others):
         qid, question, answers, text, title = t.qid, t.question, t.answers, t.text, t.title
         w = focus(question, text, title)
-        out.append(Pair(qid, question, w, title, _holds(w, answers), "own"))
+        out.append(Pair(qid, question, w, title, holds(w, answers), "own"))
         aw = _answer_window(text, answers[0])
-        if aw and aw != w and _holds(aw, answers):
+        if aw and aw != w and holds(aw, answers):
             out.append(Pair(qid, question, aw, title, 1, "answer"))
         out.append(Pair(qid, question, focus(question, t.gutted, title), title, 0, "gutted"))
         for w in _inner_windows(question, text, title, answers, inner):
             out.append(Pair(qid, question, w, title, 0, "inner"))
         for doc in t.near:
             w = focus(question, doc.text, doc.title)
-            out.append(Pair(qid, question, w, doc.title, _holds(w, answers), "other"))
+            out.append(Pair(qid, question, w, doc.title, holds(w, answers), "other"))
     return out
 
 
@@ -137,9 +137,9 @@ def squad_pairs(questions: list[SquadQuestion]) -> list[Pair]:
             out.append(Pair(q.qid, q.question, w, q.title, 0, "impossible"))
             continue
         answers = list(q.answers)
-        out.append(Pair(q.qid, q.question, w, q.title, _holds(w, answers), "own"))
+        out.append(Pair(q.qid, q.question, w, q.title, holds(w, answers), "own"))
         aw = _answer_window(q.context, answers[0])
-        if aw and aw != w and _holds(aw, answers):
+        if aw and aw != w and holds(aw, answers):
             out.append(Pair(q.qid, q.question, aw, q.title, 1, "answer"))
         gutted = gut(q.context, answers)
         if gutted is not None:

@@ -52,20 +52,26 @@ def grams(text: str) -> set[str]:
     return set(u) | {a + b for a, b in zip(u, u[1:], strict=False)}
 
 
-def focus(question: str, text: str, heading: str = "", closeness: Sequence[float] | None = None) -> str:
+def focus(
+    question: str,
+    text: str,
+    heading: str = "",
+    closeness: Sequence[float] | None = None,
+    weight: float = CLOSENESS_WEIGHT,
+) -> str:
     """The window of ``text`` the reader reads: the sentence sharing most of the question's
     characters and character pairs (not counting those of the ``heading`` it sits under, which
     every sentence of the chunk holds), with its neighbours, cut to ``WINDOW_CHARS``.
     ``closeness``: each sentence's (of ``sentences(text)``) embedding cosine to the question;
-    then the sentence with the most share of those characters plus ``CLOSENESS_WEIGHT`` x its
-    cosine, so a sentence that says the question in other words is found too."""
+    then the sentence with the most share of those characters plus ``weight`` x its cosine, so a
+    sentence that says the question in other words is found too."""
     sents = sentences(text)
     if not sents:
         return text[:WINDOW_CHARS]
     q = grams(question) - grams(heading)
     if closeness is not None and len(closeness) == len(sents):
         share = [len(q & grams(s)) / max(len(q), 1) for s in sents]
-        best = max(range(len(sents)), key=lambda i: (share[i] + CLOSENESS_WEIGHT * closeness[i], -i))
+        best = max(range(len(sents)), key=lambda i: (share[i] + weight * closeness[i], -i))
     else:
         best = max(range(len(sents)), key=lambda i: (len(q & grams(sents[i])), -i))
     core = _cut(sents[best].strip(), q)
