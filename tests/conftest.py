@@ -196,3 +196,23 @@ def chroma_server(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+def write_beir(
+    folder: Path, docs: dict[str, tuple[str, str]], queries: list[dict], qrels: list[tuple[str, str]], split: str
+) -> Path:
+    """A BEIR-layout folder at ``folder``: ``docs`` id -> (title, text), ``queries`` as given (``_id``,
+    ``text``, ``metadata``), ``qrels`` (query id, doc id) pairs graded 1 in ``qrels/<split>.tsv``."""
+    import json
+
+    (folder / "qrels").mkdir(parents=True)
+    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as fh:
+        for doc_id, (title, text) in docs.items():
+            fh.write(json.dumps({"_id": doc_id, "title": title, "text": text}, ensure_ascii=False) + "\n")
+    with (folder / "queries.jsonl").open("w", encoding="utf-8") as fh:
+        for q in queries:
+            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
+    (folder / "qrels" / f"{split}.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in qrels)
+    )
+    return folder

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from conftest import write_beir
 
 from rag.bench.fit_answerability import auc, fit, operating_point
 from rag.bench.refusal import SETS, Row, SetResult, set_folder
@@ -74,20 +75,17 @@ def test_hard_corpus_adds_one_gutted_copy_per_question(tmp_path):
 
     from rag.bench.hard_negatives import build
 
-    src = tmp_path / "src"
-    (src / "qrels").mkdir(parents=True)
     para = (
         "青岚蜂鸟是蜂鸟科的一种小型鸟类，以花蜜和小型昆虫为食，常在清晨和黄昏时分访花。"
         "本种分布于安第斯山脉东坡的云雾林。成鸟约重4克，雄鸟喉部呈翠绿色，雌鸟羽色较暗。"
     )
-    (src / "corpus.jsonl").write_text(json.dumps({"_id": "P1", "title": "青岚蜂鸟", "text": para}, ensure_ascii=False))
     queries = [
         {"_id": "Q1", "text": "青岚蜂鸟分布在哪里？", "metadata": {"answers": ["安第斯山脉东坡"]}},
         {"_id": "Q2", "text": "青岚蜂鸟有多重？", "metadata": {"answers": ["约重4克"]}},
         {"_id": "Q3", "text": "青岚蜂鸟的寿命多长？", "metadata": {"answers": ["十年"]}},  # not in the paragraph
     ]
-    (src / "queries.jsonl").write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in queries))
-    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nQ1\tP1\t1\nQ2\tP1\t1\nQ3\tP1\t1\n")
+    qrels = [("Q1", "P1"), ("Q2", "P1"), ("Q3", "P1")]
+    src = write_beir(tmp_path / "src", {"P1": ("青岚蜂鸟", para)}, queries, qrels, "train")
     hard = build(src, "train", tmp_path / "out")
     assert hard.gutted == {"Q1": "P1~Q1", "Q2": "P1~Q2"} and hard.originals == {"P1"}
     docs = {d["_id"]: d for d in map(json.loads, (hard.folder / "corpus.jsonl").read_text().splitlines())}
@@ -132,20 +130,7 @@ def test_paraphrased_sets_ask_the_training_questions_in_other_words_the_same_eve
 
 
 def _beir(root, docs: dict[str, str], queries: list[dict], qrels: list[tuple[str, str]]):
-    import json
-
-    folder = root / "rgb-zh" / "beir"
-    (folder / "qrels").mkdir(parents=True)
-    with (folder / "corpus.jsonl").open("w", encoding="utf-8") as fh:
-        for doc_id, text in docs.items():
-            fh.write(json.dumps({"_id": doc_id, "title": "", "text": text}, ensure_ascii=False) + "\n")
-    with (folder / "queries.jsonl").open("w", encoding="utf-8") as fh:
-        for q in queries:
-            fh.write(json.dumps(q, ensure_ascii=False) + "\n")
-    (folder / "qrels" / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in qrels)
-    )
-    return folder
+    return write_beir(root / "rgb-zh" / "beir", {d: ("", text) for d, text in docs.items()}, queries, qrels, "test")
 
 
 def test_reference_answers_read_both_layouts(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import write_beir
 
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.own_words import OWN_WORDS, rewrites
@@ -58,16 +59,12 @@ def test_window_weight_tool_reports_where_the_window_holds_the_answer(tmp_path, 
     cosines at the shipped weight it is the one with the cap, so the share goes from 0 to 1."""
     from rag.bench import fit_window_weight
 
-    src = tmp_path / "beir"
-    (src / "qrels").mkdir(parents=True)
     para = (
         "加班结束后回家前，请关闭电脑并锁好抽屉，最多保留一盏台灯。出差期间的住宿费凭发票实报实销。"
         "因加班至 21:00 以后下班的，可乘坐出租车回家，单程上限为 100 元。"
     )
-    (src / "corpus.jsonl").write_text(json.dumps({"_id": "P1", "title": "报销制度", "text": para}, ensure_ascii=False))
     q = {"_id": "Q1", "text": "打车回家最多能报多少钱？", "metadata": {"answers": ["100 元"]}}
-    (src / "queries.jsonl").write_text(json.dumps(q, ensure_ascii=False))
-    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nQ1\tP1\t1\n")
+    src = write_beir(tmp_path / "beir", {"P1": ("报销制度", para)}, [q], [("Q1", "P1")], "train")
     assert fit_window_weight.main(["--data", str(src), "--weights", "0,3"]) == 0
     rows = dict(line.split(" | ", 1) for line in capsys.readouterr().out.splitlines() if " | " in line)
     assert rows["0"] == "0.000" and rows["3"] == "1.000"
