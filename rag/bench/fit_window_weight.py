@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     for w in weights:
         hit = {g: [] for g in groups}
         for g, q, text, title, answers, cos in cases:
-            window = reader.focus(q, text, title, closeness=cos if w else None, weight=w)
+            window = reader.focus(q, text, title, closeness=cos, weight=w)
             hit[g].append(holds(window, answers))
         print(f"{w:g} | " + " | ".join(f"{np.mean(hit[g]):.3f}" for g in groups), flush=True)
     print(f"shipped: CLOSENESS_WEIGHT = {reader.CLOSENESS_WEIGHT:g}")

@@ -69,11 +69,8 @@ def focus(
     if not sents:
         return text[:WINDOW_CHARS]
     q = grams(question) - grams(heading)
-    if closeness is not None and len(closeness) == len(sents):
-        share = [len(q & grams(s)) / max(len(q), 1) for s in sents]
-        best = max(range(len(sents)), key=lambda i: (share[i] + weight * closeness[i], -i))
-    else:
-        best = max(range(len(sents)), key=lambda i: (len(q & grams(sents[i])), -i))
+    close = closeness if closeness is not None and len(closeness) == len(sents) else [0.0] * len(sents)
+    best = max(range(len(sents)), key=lambda i: (len(q & grams(sents[i])) / max(len(q), 1) + weight * close[i], -i))
     core = _cut(sents[best].strip(), q)
     before = sents[best - 1].strip() if best > 0 else ""
     after = sents[best + 1].strip() if best + 1 < len(sents) else ""

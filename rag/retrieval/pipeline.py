@@ -187,7 +187,18 @@ def retrieve(
         ctx = cjk_context(kb, settings, ctx, dense_route(question, kb.embedder.model_id))
     recall = Recall(kb, ctx.vectors, plan.queries, allowed, settings.rrf_k, timings, dense.embedder, dense.multilingual)
     attempt = recall.run(settings.recall_k)
-    judge = _Judge(kb, ctx, question, settings, llm, timings, allowed, sparse_only=dense.cjk_route, analysis=analysis)
+    judge = _Judge(
+        kb,
+        ctx,
+        question,
+        settings,
+        llm,
+        timings,
+        allowed,
+        dense.cjk_route,
+        analysis=analysis,
+        queries=dense.multilingual,
+    )
     decision, ranked = judge(attempt, attempt_no=1)
     if decision.action is FallbackAction.RETRY_WIDER:
         wider = recall.run(settings.recall_k * 2)
@@ -246,6 +257,7 @@ class _Judge:
     sparse_only: bool
     verdict: Answerability | None = None
     analysis: QuestionAnalysis | None = None  # None: read from ``question``
+    queries: MultilingualQueries | None = None  # the dense stage's e5 query vectors, when it ran e5
 
     def __call__(self, attempt: Attempt, attempt_no: int) -> tuple[FallbackDecision, Any]:
         pool = attempt.fused[: rerank_pool(attempt.recall_k, self.sparse_only)]
@@ -307,11 +319,13 @@ class _Judge:
         none when the model is unavailable: the window is then found by shared characters alone."""
         if not self.settings.answer_reader or self._analysis.script not in READER_SCRIPTS:
             return None
-        try:
-            ml = load_multilingual(self.kb.settings)
-        except ModelUnavailable:
-            return None
-        return Locator(ml.label.model, ml.embed_query, ml.embed_texts)
+        queries = self.queries
+        if queries is None:
+            try:
+                queries = MultilingualQueries(load_multilingual(self.kb.settings))
+            except ModelUnavailable:
+                return None
+        return Locator(queries.label.model, queries.vector, queries.embedder.embed_texts)  # the question embedded once
 
     def _timed(self, stage: Stage, fn):
         t = time.perf_counter()

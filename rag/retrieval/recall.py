@@ -44,6 +44,9 @@ class MultilingualQueries:
         self.label: ModelLabel = embedder.label
         self._known: dict[str, np.ndarray] = {}
 
+    def vector(self, text: str) -> np.ndarray:
+        return self.vectors([text])[0]
+
     def vectors(self, texts: list[str]) -> list[np.ndarray]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._known]
         if missing:
