@@ -302,12 +302,9 @@ def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    args = _parser().parse_args(argv)
-    torch.manual_seed(13)
-    t0 = time.perf_counter()
+def cmrc_sets(args) -> tuple[list[Pair], list[Pair], list[Pair], list[Pair], list[Pair]]:
+    """CMRC's pairs: (all, the fit folds' as ``args`` asks, the held-out folds' as written,
+    paraphrased and in a user's own words)."""
     items = pairs(cmrc_beir(args.data), args.inner, args.others)
     fit = [p for p in items if fold_of(p.qid) in READER_FOLDS][: args.limit or None]
     if args.cmrc_limit:
@@ -316,8 +313,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.own_words:  # every fit-fold pair of a rewritten question, whatever --cmrc-limit drew
         fit += own_worded([p for p in items if fold_of(p.qid) in READER_FOLDS])
     held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
-    held_para = paraphrased(held, seed=7)
-    held_own = own_worded(held)
+    return items, fit, held, paraphrased(held, seed=7), own_worded(held)
+
+
+def squad_sets(args) -> tuple[list[Pair], list[Pair], dict[str, str], int, int]:
+    """The SQuAD-shaped sets' pairs (``--squad`` as written, ``--cross`` asked in the other
+    language): (fit, held out, held-out pair id -> its set's name, fit questions as written, fit
+    questions asked in the other language)."""
     sources = [s for s in args.squad.split(",") if s]
     cross = [s for s in args.cross.split(",") if s]
     drawn = list(dict.fromkeys(sources + cross))  # one draw of each set, read as written and in the other language
@@ -334,40 +336,44 @@ def main(argv: list[str] | None = None) -> int:
             own = [q for q in qs if q.source == source]
             out += [replace(p, qid=f"{p.qid}@{name}") for p in crossed(own, twins)]
             source_of |= {f"{q.qid}@{name}": name for q in own}
+    written, asked = (sum(q.source in names for q in squad_fit) for names in (sources, cross))
+    return s_fit, s_held, source_of, written, asked
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    args = _parser().parse_args(argv)
+    torch.manual_seed(13)
+    t0 = time.perf_counter()
+    items, fit, held, held_para, held_own = cmrc_sets(args)
+    s_fit, s_held, source_of, written, asked = squad_sets(args)
     fit += s_fit
+    copies = f"{args.paraphrase} paraphrased cop{'y' if args.paraphrase == 1 else 'ies'}"
     print(
         f"{len(items)} CMRC pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
-        f"({len(s_fit)} from {sum(q.source in sources for q in squad_fit)} SQuAD-shaped questions as written and "
-        f"{sum(q.source in cross for q in squad_fit)} asked in the other language; "
-        f"{args.paraphrase} paraphrased "
-        f"cop{'y' if args.paraphrase == 1 else 'ies'}{', own words' if args.own_words else ''}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
+        f"({len(s_fit)} from {written} SQuAD-shaped questions as written and {asked} asked in the other language; "
+        f"{copies}{', own words' if args.own_words else ''}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
         flush=True,
     )
     tok, encoder, head = untrained()
     if args.init:
         load_fine_tuned(encoder, head, args.init)
     cut = len(encoder.layers) - args.layers
-    cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
-    cached_held = precompute(encoder, tok, held, cut)
-    cached_para = precompute(encoder, tok, held_para, cut)
-    cached_own = precompute(encoder, tok, held_own, cut)
-    cached_squad = precompute(encoder, tok, s_held, cut) if s_held else []
-    print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.evaluate:
         load_fine_tuned(encoder, head, args.evaluate)
         losses = []
-    else:
-        losses = train(encoder, head, cached_fit, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
-    report(
-        held,
-        logits_of(encoder, head, cached_held, cut),
-        held_para,
-        logits_of(encoder, head, cached_para, cut),
-        held_own,
-        logits_of(encoder, head, cached_own, cut),
-    )
+    else:  # the lower layers are frozen: computed once, before training, for the fit and held-out pairs alike
+        cached = precompute(encoder, tok, fit, cut)
+        print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
+        losses = train(encoder, head, cached, np.array([p.label for p in fit]), args.epochs, args.layers, args.lr)
+
+    def read(items: list[Pair]) -> np.ndarray:
+        return logits_of(encoder, head, precompute(encoder, tok, items, cut), cut)
+
+    report(held, read(held), held_para, read(held_para), held_own, read(held_own))
     if s_held:
-        squad_report(s_held, logits_of(encoder, head, cached_squad, cut), source_of)
+        squad_report(s_held, read(s_held), source_of)
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
         write_fine_tune(
@@ -379,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
             COMMAND,
             pairs=len(fit),
             inner=args.inner,
-            squad=sources,
-            cross=cross,
+            squad=[s for s in args.squad.split(",") if s],
+            cross=[s for s in args.cross.split(",") if s],
             own_words=args.own_words,
             squad_questions=args.squad_questions,
             init=args.init.name if args.init else "",  # the weights file it started from
