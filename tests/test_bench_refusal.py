@@ -8,7 +8,8 @@ import pytest
 from conftest import write_beir
 
 from rag.bench.fit_answerability import auc, fit, operating_point
-from rag.bench.refusal import SETS, Row, SetResult, set_folder
+from rag.bench.refusal import SETS, set_folder
+from rag.bench.refusal_rows import Row, SetResult
 from rag.config import Settings
 from rag.errors import RagError
 
@@ -251,7 +252,7 @@ def test_a_fit_can_leave_out_features_a_script_s_readers_do_not_earn(tmp_path, c
     import random
 
     from rag.bench.fit_answerability import main
-    from rag.bench.refusal import dump
+    from rag.bench.refusal_rows import dump
     from rag.retrieval.answerability.model import FEATURES
 
     rng = random.Random(5)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.bench.refusal import Row, SetResult, dump
+from rag.bench.refusal_rows import Row, SetResult, dump
 from rag.bench.report import STAGES_PNG, TRADEOFF_PNG, Section, dump_curves, kept_status, write
 from rag.bench.report_plots import Curve, curve, plot_tradeoff
 from rag.config import Settings

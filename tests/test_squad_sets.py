@@ -14,7 +14,7 @@ import pytest
 from rag.bench import squad
 from rag.bench.fit_answerability import fit_rows
 from rag.bench.reader_pairs import crossed, squad_pairs, squad_split
-from rag.bench.refusal import Row
+from rag.bench.refusal_rows import Row
 from rag.eval.beir import iter_corpus, iter_queries, load_qrels
 
 EN_CONTEXT = (

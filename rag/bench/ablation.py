@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from rag.bench.fit_answerability import MAX_FALSE_REFUSALS, auc, fit_rows, matrix, operating_point
-from rag.bench.refusal import SETS, Row, load_dump
+from rag.bench.refusal import SETS
+from rag.bench.refusal_rows import Row, load_dump
 from rag.errors import DatasetError
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES

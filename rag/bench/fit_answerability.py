@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from rag.bench.answer_reader import READER_FOLDS
-from rag.bench.refusal import SETS, Row, SetResult, load_dump, print_result
+from rag.bench.refusal import SETS
+from rag.bench.refusal_rows import Row, SetResult, load_dump, print_result
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 

@@ -139,7 +139,7 @@ def plots(folder: Path, sections: dict[str, Section], extra: list[Curve]) -> dic
 
 def dump_curves(paths: list[Path]) -> list[Curve]:
     """One trade-off curve per set of ``bench refusal --dump`` files (as is: answerable)."""
-    from rag.bench.refusal import load_dump
+    from rag.bench.refusal_rows import load_dump
 
     by_set: dict[str, list[tuple[float | None, bool]]] = {}
     for path in paths:
