@@ -11,6 +11,7 @@ from rag.retrieval.answerability import EvidenceChunk, assess, features, script_
 from rag.retrieval.answerability.model import AnswerabilityModel
 from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, idf, question_terms
 from rag.store.bm25 import BM25Index
+from rag.store.tokenize import tokenize
 
 
 def test_question_terms_keep_the_subject_and_the_surface_form():
@@ -208,6 +209,38 @@ def test_absent_terms_spelled_differently_in_the_scope_are_not_missing():
     assert scoped.df == {"带薪": 0} and scoped.near == {}
     r = features("How does the microenviroment shape treatment?", [EvidenceChunk(index.texts[0], 0.9, 1, 1)], stats)
     assert "microenviroment" not in r.absent
+
+
+def test_an_english_word_is_never_read_as_a_misspelling_of_another_word():
+    """The index's look for a misspelling finds "each" for "beach" and "tension" for "pension"
+    (difflib ratio 0.8+): words that common are what the user meant, so they are absent; one that
+    is no everyday word is named as missing and the absent-term rule refuses. A real typo
+    ("vacaton") is still read as the word it misses."""
+    index = BM25Index.build(
+        [
+            (
+                "a:1:1:0",
+                "Each employee may work from another country for up to 4 weeks. Raise any tension in "
+                "the team with your manager. Vacation requests go to the People Team.",
+            )
+        ],
+        version=1,
+    )
+    chunks = [EvidenceChunk(index.texts[0], 0.9, 1, 1)]
+
+    def ask(question: str):
+        return assess(question, chunks, index.term_stats(list(question_terms(question))), "latin", 0.5, 0.59)
+
+    assert {tokenize("beach")[0], tokenize("pension")[0]} <= set(
+        index.term_stats(tokenize("beach pension")).near
+    )  # the store's look finds close spellings ...
+    a = ask("Does the company pay into a pension while I work from a beach?")
+    assert {"beach", "pension"} <= set(a.absent_terms)  # ... the decision does not take them
+    assert [m.found for m in a.term_matches if m.term in ("beach", "pension")] == ["absent", "absent"]
+    assert not a.answerable and a.missing == "The documents don't mention 'pension'."  # "beach" is everyday
+    a = ask("How many vacaton days are there?")
+    assert [(m.found, m.via) for m in a.term_matches if m.term == "vacaton"] == [("spelling", tokenize("vacation")[0])]
+    assert "vacaton" not in a.absent_terms
 
 
 def test_a_figure_spelled_in_chinese_numerals_is_present_where_the_documents_write_digits():

@@ -33,7 +33,7 @@ from rag.retrieval.answerability.terms import (
 )
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
-from rag.text.frequency import is_everyday
+from rag.text.frequency import is_everyday, zipf
 from rag.text.question import QuestionAnalysis, reading
 from rag.text.script import CJK_LETTER_RE, HAN, is_chinese, script_of  # script_of, is_chinese: re-exported
 from rag.text.synonyms import Synonym, synonyms
@@ -57,6 +57,9 @@ EVIDENCE_CHUNKS = 3  # sentences are looked for in the best 3 reranked chunks
 READ_CHUNKS = 1
 
 UNCALIBRATED = "none: the reranker's scores are not calibrated probabilities, so no threshold applies"
+# a Zipf frequency (rag.text.frequency) from which an English word is a word, not a misspelling of
+# another: "beach" 4.9, "guest" 4.6; common misspellings stay under it ("recieve" 2.75, "seperate" 2.82)
+TYPO_MAX_ZIPF = 3.0
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
 _KIND_WORDS_ZH = {AnswerKind.DATE: "日期", AnswerKind.NUMBER: "数字", AnswerKind.PERSON: "人名"}
@@ -105,6 +108,7 @@ def features(
     reader's window is looked for by meaning too)."""
     analysis = reading(question, analysis)  # the ask's one reading, when the pipeline hands it over
     surface = analysis.terms
+    stats = typos_only(stats, surface)
     near = stats.near
     others = present_synonyms(surface, stats)
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
@@ -151,6 +155,17 @@ def features(
         readers["reader_sentence"] = sentence_reader.label
     matches = term_matches(surface, stats, others, best)
     return _Read(x, kind, absent, unheld, best, readers, window, matches)
+
+
+def typos_only(stats: TermStats, surface: Mapping[str, str]) -> TermStats:
+    """``stats`` without the close spellings found for English words that are words already: the
+    index's look for a misspelling reads "beach" as "each" and "bill" as "ill", but a word this
+    common (``TYPO_MAX_ZIPF``) is what the user meant, so it is absent, not misspelled. Chinese
+    aliases (another jieba cut, a number in digits) are kept."""
+    kept = {
+        t: v for t, v in stats.near.items() if CJK_LETTER_RE.search(t) or zipf(surface.get(t, t), "en") < TYPO_MAX_ZIPF
+    }
+    return stats if len(kept) == len(stats.near) else TermStats(stats.chunks, stats.df, kept)
 
 
 def synonym_tokens(question: str) -> list[str]:
