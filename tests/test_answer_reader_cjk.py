@@ -60,7 +60,7 @@ def test_focus_also_finds_the_sentence_that_says_the_question_in_other_words():
     (the real model) it is the sentence with the fare cap."""
     from rag.config import Settings
     from rag.embedder import load_multilingual
-    from rag.retrieval.answerability import Locator
+    from rag.retrieval.answerability.reader_features import Locator
     from rag.text.lexical import sentences
 
     ml = load_multilingual(Settings.from_env())
@@ -176,7 +176,8 @@ def test_a_question_asked_during_the_warm_up_waits_for_that_one_load(monkeypatch
 def test_the_window_reader_reads_the_best_chunk_only():
     """One window, the best reranked chunk's (``READ_CHUNKS``): a lower chunk that holds the
     answer does not lift the reading, as in the training dumps the ``cjk/reader`` model was fit on."""
-    from rag.retrieval.answerability import READ_CHUNKS, features
+    from rag.retrieval.answerability import features
+    from rag.retrieval.answerability.reader_features import READ_CHUNKS
 
     q = "一线城市出差住宿费每晚上限是多少？"
     best = EvidenceChunk(

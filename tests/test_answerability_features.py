@@ -157,7 +157,7 @@ def test_rule_model_compares_the_best_probability():
 def test_scores_that_are_no_probabilities_give_no_p_top_and_decide_nothing():
     """An uncalibrated reranker (RAG_RERANKER=none: RRF scores): no p_top is made up for the fitted
     model, so no model decides; the stage says so and never refuses."""
-    from rag.retrieval.answerability import UNCALIBRATED
+    from rag.retrieval.answerability.messages import UNCALIBRATED
 
     chunks = [EvidenceChunk("Employees get 25 days of leave.", 0.016, 1, 1)]
     stats = TermStats(5, {"day": 1, "employe": 1})
@@ -357,7 +357,8 @@ def test_the_readers_twin_decides_only_when_every_feature_it_reads_was_computed(
 def test_a_refusal_where_every_term_is_there_says_the_readers_found_no_answer():
     """RGB's case: the passages hold every word of the question and carry what it asks for, and
     only the readers say no. The refusal says so instead of naming nothing."""
-    from rag.retrieval.answerability import READERS_NO, _missing, _Read
+    from rag.retrieval.answerability import _Read
+    from rag.retrieval.answerability.messages import READERS_NO, missing
 
     def read(reader: float, sentence: float) -> _Read:
         x = {"kind_missing": 0.0, "reader": reader, "reader_sentence": sentence}
@@ -365,33 +366,34 @@ def test_a_refusal_where_every_term_is_there_says_the_readers_found_no_answer():
         return _Read(x, AnswerKind.NUMBER, (), (), "2007年，卡塞雷斯举办了人口论坛。", readers)
 
     q = "2007年，卡塞雷斯的人口有多少？"
-    assert "答案阅读器在其中找不到回答这个问题的句子" in _missing(read(0.2, 0.1), q)  # in the question's language
-    assert "answer readers find no sentence" in _missing(read(0.2, 0.1), "How many people lived in Cáceres in 2007?")
-    assert _missing(read(READERS_NO, 0.1), q) == ""  # one reader reads an answer: nothing specific to say
+    assert "答案阅读器在其中找不到回答这个问题的句子" in missing(read(0.2, 0.1), q)  # in the question's language
+    assert "answer readers find no sentence" in missing(read(0.2, 0.1), "How many people lived in Cáceres in 2007?")
+    assert missing(read(READERS_NO, 0.1), q) == ""  # one reader reads an answer: nothing specific to say
     no_readers = _Read({"kind_missing": 0.0}, AnswerKind.NUMBER, (), (), "…")
-    assert _missing(no_readers, q) == ""
+    assert missing(no_readers, q) == ""
 
 
 def test_what_was_missing_is_said_in_the_question_s_language():
     """Each reason a refusal names, for a Chinese question, in Chinese; for an English one (and a
     Japanese one: CJK but not Chinese) in English."""
-    from rag.retrieval.answerability import _missing, _Read
+    from rag.retrieval.answerability import _Read
+    from rag.retrieval.answerability.messages import missing
 
     def read(absent=(), unheld=(), kind_missing=0.0, kind=AnswerKind.NONE) -> _Read:
         return _Read({"kind_missing": kind_missing}, kind, tuple(absent), tuple(unheld), "最相关的句子。")
 
     zh = "员工体检和年假可以报销多少？"
-    assert _missing(read(absent=["体检", "年假"]), zh) == "文档中没有提到“体检”、“年假”。"
+    assert missing(read(absent=["体检", "年假"]), zh) == "文档中没有提到“体检”、“年假”。"
     # jieba cuts 假发 (a wig) out of 假发票 as well: only the word the question says is named
     fake = "有人拿假发票来报销会怎么处理？"
-    assert _missing(read(absent=["假发", "假发票"]), fake) == "文档中没有提到“假发票”。"
+    assert missing(read(absent=["假发", "假发票"]), fake) == "文档中没有提到“假发票”。"
     both = "The documents don't mention 'polyester', 'ester'."  # English words are whole: neither is a cut
-    assert _missing(read(absent=["polyester", "ester"]), "Is polyester an ester?") == both
-    assert _missing(read(kind_missing=1.0, kind=AnswerKind.DATE), zh) == "问题问的是日期，但最相关的段落里没有日期。"
-    assert _missing(read(unheld=["停车"]), zh) == "最相关的段落没有提到“停车”。"
-    assert _missing(read(unheld=["停车", "夜间", "费用"]), zh) == "没有哪个段落同时提到“停车”、“夜间”和“费用”。"
+    assert missing(read(absent=["polyester", "ester"]), "Is polyester an ester?") == both
+    assert missing(read(kind_missing=1.0, kind=AnswerKind.DATE), zh) == "问题问的是日期，但最相关的段落里没有日期。"
+    assert missing(read(unheld=["停车"]), zh) == "最相关的段落没有提到“停车”。"
+    assert missing(read(unheld=["停车", "夜间", "费用"]), zh) == "没有哪个段落同时提到“停车”、“夜间”和“费用”。"
     assert (
-        _missing(read(absent=["sabbatical"]), "How long is the sabbatical?")
+        missing(read(absent=["sabbatical"]), "How long is the sabbatical?")
         == "The documents don't mention 'sabbatical'."
     )
-    assert _missing(read(absent=["健康診断"]), "健康診断の費用は？").startswith("The documents don't mention")
+    assert missing(read(absent=["健康診断"]), "健康診断の費用は？").startswith("The documents don't mention")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from rag.records import TermStats
-from rag.retrieval.answerability import EvidenceChunk, features, present_synonyms, synonym_tokens, vetoing
+from rag.retrieval.answerability import EvidenceChunk, features, vetoing
+from rag.retrieval.answerability.matches import present_synonyms, synonym_tokens
 from rag.retrieval.answerability.terms import held_terms, question_terms
 from rag.text.frequency import is_everyday
 from rag.text.synonyms import CILIN_LABEL, WORDNET_LABEL, synonyms

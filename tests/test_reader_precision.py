@@ -136,11 +136,11 @@ def test_retrieval_asks_for_the_readers_in_the_precision_of_the_settings_it_was_
     retrieval's settings, whatever the environment says (the loader is replaced: nothing loads)."""
     from retrieval_fakes import FakeDoc, FakeKB, HashEmbedder
 
-    from rag.retrieval import answerability
+    from rag.retrieval.answerability import reader_features
     from rag.retrieval.pipeline import retrieve
 
     asked: list[str] = []
-    monkeypatch.setattr(answerability, "shipped_reader", lambda precision: asked.append(precision))  # None: missing
+    monkeypatch.setattr(reader_features, "shipped_reader", lambda precision: asked.append(precision))  # None: missing
     monkeypatch.setenv("RAG_READER_PRECISION", "bfloat16")
     kb = FakeKB("zh", [FakeDoc("d1", ["员工每年有二十五天年假。"])], HashEmbedder())
     retrieve(kb, "员工每年有几天年假？", Settings(reader_precision="float32"), persist=False)
