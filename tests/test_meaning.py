@@ -8,8 +8,7 @@ import pytest
 
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, features, vetoing
-from rag.retrieval.answerability.matches import present_synonyms, synonym_tokens
-from rag.retrieval.answerability.terms import held_terms, question_terms
+from rag.retrieval.answerability.terms import held_terms, present_synonyms, question_terms, synonym_tokens
 from rag.text.frequency import is_everyday
 from rag.text.synonyms import CILIN_LABEL, WORDNET_LABEL, synonyms
 

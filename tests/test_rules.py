@@ -12,9 +12,9 @@ from rag.config import Settings
 from rag.errors import ConfigError
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess
-from rag.retrieval.answerability.matches import present_synonyms
 from rag.retrieval.answerability.messages import absent_words
 from rag.retrieval.answerability.model import AnswerabilityModel
+from rag.retrieval.answerability.terms import present_synonyms
 from rag.text.question import analyse
 from rag.text.terms import question_terms
 

@@ -26,9 +26,9 @@ from rag.readers.reader import READER_SCRIPTS
 from rag.records import TermStats
 from rag.retrieval import evidence, fallback
 from rag.retrieval.answerability import EVIDENCE_CHUNKS, EvidenceChunk, assess, script_of
-from rag.retrieval.answerability.matches import synonym_tokens
 from rag.retrieval.answerability.phrases import CLOSE_PHRASE_MODEL
 from rag.retrieval.answerability.reader_features import Locator
+from rag.retrieval.answerability.terms import synonym_tokens
 from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite

@@ -4,7 +4,7 @@
 frequency in the searched scope (the BM25 index's own postings, after filters), and returns an
 ``Answerability`` (trace.py) with every feature, each feature's contribution, the probability,
 the threshold it was compared with, and, when it says no, what was missing, e.g. "The
-documents don't mention 'sabbatical'". How the scope says each term is in ``matches``, what the
+documents don't mention 'sabbatical'". How the scope says each term is in ``terms``, what the
 readers read in ``reader_features``, what a refusal says in ``messages``.
 """
 
@@ -16,18 +16,21 @@ from dataclasses import dataclass, field
 from rag import rules
 from rag.readers.reader import READER_SCRIPTS
 from rag.records import TermStats
-from rag.retrieval.answerability.matches import alias_df, present_synonyms, term_matches, typos_only
 from rag.retrieval.answerability.messages import UNCALIBRATED, absent_words, missing, reader_off, reason, vetoing
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader_features import Locator, read_sentences, read_window, shipped_readers
 from rag.retrieval.answerability.terms import (
     AnswerKind,
+    alias_df,
     carries,
     coverage,
     held_terms,
     idf,
+    present_synonyms,
     sentences,
+    term_matches,
+    typos_only,
 )
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
