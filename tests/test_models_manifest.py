@@ -94,3 +94,29 @@ def test_the_models_command_checks_the_shipped_weights(capsys):
 
     assert main(["models"]) == 0
     assert capsys.readouterr().out.startswith(f"models/MANIFEST.json: {len(manifest.load())} files, all present")
+
+
+def test_a_reader_fine_tuned_in_steps_names_every_step_of_its_rebuild(tmp_path):
+    import torch
+
+    from rag.bench.fit_cjk_reader import COMMAND, rebuild_command
+    from rag.readers.reader import READER_FILE
+
+    first = tmp_path / "first.pt"
+    torch.save({"provenance": {"command": f"{COMMAND} --write"}}, first)
+    argv = ["--own-words", "--init", str(first), "--epochs", "2", "--write", "--out", str(tmp_path / "next.pt")]
+    # the rebuild writes the shipped file at each step, so the second starts from what the first wrote
+    assert rebuild_command(COMMAND, argv, READER_FILE, first) == (
+        f"{COMMAND} --write && {COMMAND} --own-words --epochs 2 --write --init models/reader-cjk.pt"
+    )
+    assert rebuild_command(COMMAND, ["--write", "--out=x.pt"], READER_FILE, None) == f"{COMMAND} --write"
+
+
+@pytest.mark.slow
+def test_each_shipped_reader_s_manifest_command_runs_its_provenance_command():
+    import torch
+
+    for e in manifest.load():
+        if e["path"].endswith(".pt"):
+            prov = torch.load(MODELS_DIR.parent / e["path"], map_location="cpu", weights_only=True)["provenance"]
+            assert e["command"].endswith(prov["command"]), e["path"]

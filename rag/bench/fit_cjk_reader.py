@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -59,6 +61,7 @@ from rag.bench.reader_pairs import (
     squad_split,
 )
 from rag.eval.datasets import dataset_name
+from rag.readers.loader import MODELS_DIR
 from rag.readers.reader import (
     READER_FILE,
     TRAIN_LAYERS,
@@ -70,7 +73,7 @@ from rag.readers.reader import (
     untrained,
 )
 
-COMMAND = "python -m rag.bench.fit_cjk_reader --write"
+COMMAND = "python -m rag.bench.fit_cjk_reader"
 INNER = 3  # windows of the own paragraph without the answer, per question
 EPOCHS = 3
 PARAPHRASE = 1  # copies of each training pair with its question paraphrased (``synonyms``)
@@ -248,6 +251,28 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def rebuild_command(command: str, argv: Sequence[str], shipped: Path, init: Path | None) -> str:
+    """The command that rebuilds the weights a run of ``command`` with ``argv`` writes: its own
+    arguments less ``--out`` (the rebuild writes the ``shipped`` file); when it started from saved
+    weights (``--init``), after the command that rebuilt those, starting from what that one wrote,
+    so a reader fine-tuned in steps names every step."""
+    import torch
+
+    own, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--out" or a == "--init":
+            skip = True
+        elif not a.startswith(("--out=", "--init=")):
+            own.append(shlex.quote(a))
+    if init is None:
+        return " ".join([command, *own])
+    prior = torch.load(init, map_location="cpu", weights_only=True)["provenance"]["command"]
+    start = shipped.relative_to(MODELS_DIR.parent) if shipped.is_relative_to(MODELS_DIR.parent) else shipped
+    return f"{prior} && {' '.join([command, *own, '--init', str(start)])}"
+
+
 def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], command: str, **extra) -> None:
     """Write fine-tuned ``top`` layers and ``heads`` (name -> module; float16) to ``path`` with
     their provenance: ``args``' data, epochs, learning rate, other paragraphs and paraphrases,
@@ -344,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     args = _parser().parse_args(argv)
+    command = rebuild_command(COMMAND, sys.argv[1:] if argv is None else argv, READER_FILE, args.init)
     torch.manual_seed(13)
     t0 = time.perf_counter()
     items, fit, held, held_para, held_own = cmrc_sets(args)
@@ -382,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             encoder.layers[cut:],
             {"head": head},
             losses,
-            COMMAND,
+            command,
             pairs=len(fit),
             inner=args.inner,
             squad=[s for s in args.squad.split(",") if s],

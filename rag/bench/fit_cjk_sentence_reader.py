@@ -32,7 +32,7 @@ import numpy as np
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fit_answerability import auc
-from rag.bench.fit_cjk_reader import fine_tune, write_fine_tune  # the same recipe
+from rag.bench.fit_cjk_reader import fine_tune, rebuild_command, write_fine_tune  # the same recipe
 from rag.bench.reader_pairs import cmrc_beir, paraphrased, train_questions  # and data
 from rag.readers.reader import grams, padded, untrained
 from rag.readers.sentence_reader import (
@@ -49,7 +49,7 @@ from rag.readers.sentence_reader import (
 )
 
 DEFAULT_DATA = Path("../shared/bench/cmrc2018-trial/beir")
-COMMAND = "python -m rag.bench.fit_cjk_sentence_reader --write"
+COMMAND = "python -m rag.bench.fit_cjk_sentence_reader"
 OTHERS = 1
 EPOCHS = 2
 PARAPHRASE = 0  # paraphrased copies per example (1 doubles the ~30-minute fit; not measured)
@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     args = _parser().parse_args(argv)
+    command = rebuild_command(COMMAND, sys.argv[1:] if argv is None else argv, SENTENCE_READER_FILE, None)
     torch.manual_seed(13)
     t0 = time.perf_counter()
     tok, encoder, _ = untrained()
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             encoder.layers[cut:],
             {"head": head, "null_head": null_head},
             losses,
-            COMMAND,
+            command,
             examples=len(fit),
             held_out=held,
         )
