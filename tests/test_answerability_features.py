@@ -397,3 +397,18 @@ def test_what_was_missing_is_said_in_the_question_s_language():
         == "The documents don't mention 'sabbatical'."
     )
     assert missing(read(absent=["健康診断"]), "健康診断の費用は？").startswith("The documents don't mention")
+
+
+def test_a_decimal_point_does_not_end_the_sentence_that_holds_the_answer():
+    """ "版本 2.0，自 2025 年 1 月 1 日起施行。" is one sentence: cut at "2." the date sits in a piece
+    without the question's terms, and a date question reads as if the best sentence held none."""
+    from rag.text.lexical import sentences
+
+    assert sentences("Leave is 1.5 days a month. Carry-over ends in March.") == [
+        "Leave is 1.5 days a month.",
+        "Carry-over ends in March.",
+    ]
+    stats = TermStats(10, {"文件": 1, "编号": 1, "施行": 1, "制度": 2, "报销": 3})
+    text = "文件编号：FIN-SH-003，版本 2.0，自 2025 年 1 月 1 日起施行。"
+    r = features("这份报销制度从哪天开始施行？文件编号是多少？", [EvidenceChunk(text, 0.9, 1, 1)], stats)
+    assert r.best_sentence == text and r.x["kind_missing"] == 0.0

@@ -15,8 +15,8 @@ from rag.text.script import HAN
 
 # Where a passage is cut into coarse sentences (answerability's coverage, both readers): the
 # windows and passages the shipped readers were fit on were cut here, so a change to it changes
-# what the readers read.
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*|\n+")
+# what the readers read. A point between two digits ("2.0", "1.5 days") is a decimal, not an end.
+_SENTENCE_END = re.compile(r"(?:(?<=[!?。！？；;])|(?<=\.)(?!\d)|(?<=\D\.))\s*|\n+")
 
 _STOPWORDS = frozenset(
     """a an the and or but if of to in on at by for with from as into about over under is are
