@@ -99,7 +99,8 @@ def test_the_models_command_checks_the_shipped_weights(capsys):
 def test_a_reader_fine_tuned_in_steps_names_every_step_of_its_rebuild(tmp_path):
     import torch
 
-    from rag.bench.fit_cjk_reader import COMMAND, rebuild_command
+    from rag.bench.fine_tune import rebuild_command
+    from rag.bench.fit_cjk_reader import COMMAND
     from rag.readers.reader import READER_FILE
 
     first = tmp_path / "first.pt"

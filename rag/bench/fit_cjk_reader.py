@@ -35,18 +35,16 @@ from __future__ import annotations
 
 import argparse
 import random
-import shlex
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
+from rag.bench.fine_tune import fine_tune, rebuild_command, write_fine_tune
 from rag.bench.fit_answerability import auc
 from rag.bench.reader_pairs import (
     DEFAULT_DATA,
@@ -60,8 +58,6 @@ from rag.bench.reader_pairs import (
     squad_pairs,
     squad_split,
 )
-from rag.eval.datasets import dataset_name
-from rag.readers.loader import MODELS_DIR
 from rag.readers.reader import (
     READER_FILE,
     TRAIN_LAYERS,
@@ -106,43 +102,6 @@ def _forward(encoder, head, cached: list, cut: int):
     for j, (ids, h) in enumerate(cached):
         hidden[j, : len(ids)] = h
     return score_batch(encoder, head, [ids for ids, _ in cached], start=cut, hidden=hidden)
-
-
-BATCH = 16
-
-
-def fine_tune(encoder, top, head_params: list, n: int, batch_loss, epochs: int, lr: float, seed: int, name: str):
-    """The loop both readers are fit with: ``epochs`` shuffled passes over ``n`` examples in
-    batches of ``BATCH``; AdamW on the ``top`` layers at ``lr`` and the heads at 10x, with a
-    linear decay. ``batch_loss(indices)`` is a batch's mean loss (``name`` in the log). Returns
-    each epoch's mean loss."""
-    import torch
-
-    top.requires_grad_(True)
-    opt = torch.optim.AdamW(
-        [{"params": top.parameters(), "lr": lr}, {"params": head_params, "lr": 10 * lr}], weight_decay=0.01
-    )
-    steps = epochs * ((n + BATCH - 1) // BATCH)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / steps))
-    rng, losses = random.Random(seed), []
-    encoder.train()
-    for _ in range(epochs):
-        order = list(range(n))
-        rng.shuffle(order)
-        total = 0.0
-        for s in range(0, n, BATCH):
-            idx = order[s : s + BATCH]
-            loss = batch_loss(idx)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += float(loss.detach()) * len(idx)
-        losses.append(total / n)
-        print(f"  epoch {len(losses)}: mean {name} {losses[-1]:.4f}", flush=True)
-    encoder.eval()
-    top.requires_grad_(False)
-    return losses
 
 
 def train(
@@ -249,57 +208,6 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", type=Path, default=READER_FILE, help="where --write writes")
     ap.add_argument("--write", action="store_true", help=f"write {READER_FILE.name} (or --out)")
     return ap
-
-
-def rebuild_command(command: str, argv: Sequence[str], shipped: Path, init: Path | None) -> str:
-    """The command that rebuilds the weights a run of ``command`` with ``argv`` writes: its own
-    arguments less ``--out`` (the rebuild writes the ``shipped`` file); when it started from saved
-    weights (``--init``), after the command that rebuilt those, starting from what that one wrote,
-    so a reader fine-tuned in steps names every step."""
-    import torch
-
-    own, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--out" or a == "--init":
-            skip = True
-        elif not a.startswith(("--out=", "--init=")):
-            own.append(shlex.quote(a))
-    if init is None:
-        return " ".join([command, *own])
-    prior = torch.load(init, map_location="cpu", weights_only=True)["provenance"]["command"]
-    start = shipped.relative_to(MODELS_DIR.parent) if shipped.is_relative_to(MODELS_DIR.parent) else shipped
-    return f"{prior} && {' '.join([command, *own, '--init', str(start)])}"
-
-
-def write_fine_tune(path: Path, args, top, heads: dict, losses: list[float], command: str, **extra) -> None:
-    """Write fine-tuned ``top`` layers and ``heads`` (name -> module; float16) to ``path`` with
-    their provenance: ``args``' data, epochs, learning rate, other paragraphs and paraphrases,
-    the training folds, the losses, ``command``, the date and ``extra``."""
-    import torch
-
-    torch.save(
-        {
-            "train_layers": args.layers,
-            "layers": {k: v.half() for k, v in top.state_dict().items()},
-            **{name: {k: v.half() for k, v in h.state_dict().items()} for name, h in heads.items()},
-            "provenance": {
-                "data": dataset_name(args.data),  # the benchmark name, never a path
-                "folds": sorted(READER_FOLDS),
-                "epochs": args.epochs,
-                "lr": args.lr,
-                "others": args.others,
-                "paraphrase": args.paraphrase,
-                **extra,
-                "losses": [round(x, 4) for x in losses],
-                "command": command,
-                "date": datetime.now(UTC).date().isoformat(),
-            },
-        },
-        path,
-    )
-    print(f"wrote {path}; record its sha256: python -m rag models --update")
 
 
 def squad_report(held: list[Pair], scores: np.ndarray, source_of: dict[str, str]) -> None:

@@ -31,8 +31,8 @@ import numpy as np
 
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
+from rag.bench.fine_tune import fine_tune, rebuild_command, write_fine_tune  # the same recipe as the answer reader
 from rag.bench.fit_answerability import auc
-from rag.bench.fit_cjk_reader import fine_tune, rebuild_command, write_fine_tune  # the same recipe
 from rag.bench.reader_pairs import cmrc_beir, paraphrased, train_questions  # and data
 from rag.readers.reader import grams, padded, untrained
 from rag.readers.sentence_reader import (
