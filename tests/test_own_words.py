@@ -9,7 +9,7 @@ import pytest
 from conftest import write_beir
 
 from rag.bench.answer_reader import READER_FOLDS, fold_of
-from rag.bench.own_words import OWN_WORDS, rewrites
+from rag.bench.own_words import OWN_WORDS, ROUNDS, rewrites, rounds_of
 from rag.bench.reader_pairs import Pair, own_worded
 from rag.bench.refusal import SETS
 from rag.errors import DatasetError
@@ -68,3 +68,24 @@ def test_window_weight_tool_reports_where_the_window_holds_the_answer(tmp_path, 
     assert fit_window_weight.main(["--data", str(src), "--weights", "0,3"]) == 0
     rows = dict(line.split(" | ", 1) for line in capsys.readouterr().out.splitlines() if " | " in line)
     assert rows["0"] == "0.000" and rows["3"] == "1.000"
+
+
+def test_a_later_round_rewrites_only_the_readers_folds_in_words_of_its_own():
+    """Round 2 asks the readers' fold questions once more; the held-out folds keep one rewrite, so
+    the benchmark sets and the reader's held-out report read the same questions as before."""
+    first, second = rounds_of(2)
+    assert len(second) >= 500 and all(fold_of(q) in READER_FOLDS for q in second)
+    assert set(second) <= set(first)
+    assert all(second[q] != first[q] for q in second)
+    rows = [json.loads(line) for line in ROUNDS[1].read_text(encoding="utf-8").splitlines()]
+    assert all(set(r) == {"qid", "own_words"} for r in rows) and len(rows) == len(second)
+
+
+def test_own_worded_asks_a_pair_once_per_round_that_rewrites_its_question():
+    first, second = rounds_of(2)
+    qid = next(iter(second))
+    pair = Pair(qid, "原来的问题", "窗口里有答案", "标题", 1, "own")
+    assert [p.question for p in own_worded([pair], rounds=2)] == [first[qid], second[qid]]
+    assert [p.question for p in own_worded([pair])] == [first[qid]]
+    with pytest.raises(DatasetError, match="rounds of own-words rewrites"):
+        own_worded([pair], rounds=len(ROUNDS) + 1)

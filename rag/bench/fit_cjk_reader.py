@@ -21,8 +21,9 @@ The lower layers are frozen, so their output is computed once; only the top ``TR
 layers and the head train, and only they are written (float16) to ``models/reader-cjk.pt``
 (then ``python -m rag models --update`` records its sha256 in ``models/MANIFEST.json``).
 
-``--own-words`` adds the fit folds' questions rewritten in a user's own words
-(``data/train/cmrc-trial-own-words.jsonl``) and reports the held-out folds' rewrites.
+``--own-words [ROUNDS]`` adds the fit folds' questions rewritten in a user's own words, each
+round of rewrites once (``data/train/cmrc-trial-own-words*.jsonl``, ``own_words.ROUNDS``), and
+reports the held-out folds' rewrites (the first round's: later rounds rewrite fit folds only).
 ``--squad`` adds SQuAD-shaped sets (``rag.bench.squad``, folds by article) and ``--cross`` XQuAD
 questions asked in the other language (``reader_pairs.crossed``); their held-out articles get a
 report of their own (``squad_report``).
@@ -185,7 +186,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--inner", type=int, default=INNER, help="negative windows per question from its own paragraph")
     ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training pair")
     ap.add_argument(
-        "--own-words", action="store_true", help="also fit on the fit folds' questions in a user's own words"
+        "--own-words",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="ROUNDS",
+        help="also fit on the fit folds' questions in a user's own words, ROUNDS rounds of rewrites (1 if bare)",
     )
     ap.add_argument("--limit", type=int, default=0, help="first N training pairs only (a smoke run)")
     ap.add_argument(
@@ -244,7 +251,7 @@ def cmrc_sets(args) -> tuple[list[Pair], list[Pair], list[Pair], list[Pair], lis
         fit = random.Random(13).sample(fit, min(args.cmrc_limit, len(fit)))
     fit += [p for k in range(args.paraphrase) for p in paraphrased(fit, seed=13 + k)]
     if args.own_words:  # every fit-fold pair of a rewritten question, whatever --cmrc-limit drew
-        fit += own_worded([p for p in items if fold_of(p.qid) in READER_FOLDS])
+        fit += own_worded([p for p in items if fold_of(p.qid) in READER_FOLDS], rounds=args.own_words)
     held = [p for p in items if fold_of(p.qid) not in READER_FOLDS and p.role in ("own", "gutted", "other")]
     return items, fit, held, paraphrased(held, seed=7), own_worded(held)
 
@@ -287,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{len(items)} CMRC pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
         f"({len(s_fit)} from {written} SQuAD-shaped questions as written and {asked} asked in the other language; "
-        f"{copies}{', own words' if args.own_words else ''}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
+        f"{copies}{f', own words ({args.own_words} round' + ('s' if args.own_words > 1 else '') + ')' if args.own_words else ''}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
         flush=True,
     )
     tok, encoder, head = untrained()

@@ -15,7 +15,11 @@ from pathlib import Path
 
 from rag.errors import DatasetError
 
-OWN_WORDS = Path(__file__).resolve().parents[2] / "data" / "train" / "cmrc-trial-own-words.jsonl"
+TRAIN = Path(__file__).resolve().parents[2] / "data" / "train"
+OWN_WORDS = TRAIN / "cmrc-trial-own-words.jsonl"
+# Each round asks a question once more, in other words than the rounds before it; the benchmark
+# sets ask the first round's, the answer reader may fit on any number of rounds.
+ROUNDS = (OWN_WORDS, TRAIN / "cmrc-trial-own-words-2.jsonl")
 
 
 @lru_cache(maxsize=1)
@@ -36,3 +40,13 @@ def rewrites(path: Path = OWN_WORDS) -> dict[str, str]:
                 raise DatasetError(f"{path}:{n} has no qid or own_words.", fix="Each line needs both (README).")
             out[row["qid"]] = row["own_words"]
     return out
+
+
+def rounds_of(n: int) -> list[dict[str, str]]:
+    """The first ``n`` rounds' rewrites (``ROUNDS``), each a question id -> its rewrite."""
+    if not 1 <= n <= len(ROUNDS):
+        raise DatasetError(
+            f"There are {len(ROUNDS)} rounds of own-words rewrites, not {n}.",
+            fix=f"Ask for 1 to {len(ROUNDS)} (data/train/README.md says what each holds).",
+        )
+    return [rewrites(path) for path in ROUNDS[:n]]

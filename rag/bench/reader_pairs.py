@@ -21,7 +21,7 @@ from pathlib import Path
 from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS
 from rag.bench.hard_negatives import gut
-from rag.bench.own_words import rewrites
+from rag.bench.own_words import rounds_of
 from rag.bench.squad import SquadQuestion
 from rag.bench.synonyms import paraphrase
 from rag.errors import BenchDataNotFound
@@ -171,11 +171,11 @@ def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13)
     return fit, held
 
 
-def own_worded(items: list[Pair]) -> list[Pair]:
-    """``items`` whose question has a rewrite in a user's own words (``own_words.rewrites``), each
-    asked in those words: the same windows (chosen with the question's own words) and labels."""
-    own = rewrites()
-    return [replace(p, question=own[p.qid]) for p in items if p.qid in own]
+def own_worded(items: list[Pair], rounds: int = 1) -> list[Pair]:
+    """``items`` whose question has a rewrite in a user's own words (``own_words.rounds_of``), each
+    asked in those words, once per round that rewrites it: the same windows (chosen with the
+    question's own words) and labels."""
+    return [replace(p, question=own[p.qid]) for own in rounds_of(rounds) for p in items if p.qid in own]
 
 
 def paraphrased(items: list[Pair], seed: int) -> list[Pair]:
