@@ -89,3 +89,11 @@ def test_own_worded_asks_a_pair_once_per_round_that_rewrites_its_question():
     assert [p.question for p in own_worded([pair])] == [first[qid]]
     with pytest.raises(DatasetError, match="rounds of own-words rewrites"):
         own_worded([pair], rounds=len(ROUNDS) + 1)
+
+
+def test_the_english_rewrites_are_one_a_squad_question_and_read_as_questions():
+    from rag.bench.own_words import SQUAD2_EN, for_set
+
+    rows = [json.loads(line) for line in SQUAD2_EN.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len({r["qid"] for r in rows}) == len(for_set("squad2-en")) >= 250
+    assert all(set(r) == {"qid", "own_words"} and not r["qid"].startswith("TRIAL_") for r in rows)

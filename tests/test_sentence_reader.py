@@ -201,3 +201,32 @@ def test_the_fit_builds_targets_from_answer_spans_and_learns(tmp_path, tok):
     cached = fit.precompute(encoder, tok, sample, cut)
     losses = fit.train(encoder, heads, cached, sample, epochs=3, layers=2, lr=3e-4)
     assert losses[-1] < losses[0]
+
+
+def test_a_fit_started_from_saved_weights_starts_where_they_left_off(tmp_path):
+    """``--init``: the weights a fit writes, read back into fresh modules, are those it wrote
+    (float16), top layers and both heads, so a fine-tune in steps continues the last step."""
+    import torch
+
+    from rag.bench import fit_cjk_sentence_reader as fit
+    from rag.bench.fine_tune import write_fine_tune
+    from rag.readers.reader import untrained
+    from rag.readers.sentence_reader import untrained_heads
+
+    torch.manual_seed(5)
+    _, encoder, _ = untrained()
+    heads = untrained_heads(encoder.word.weight.shape[1])
+    cut = len(encoder.layers) - 2
+    for p in [*encoder.layers[cut:].parameters(), *heads[0].parameters(), *heads[1].parameters()]:
+        p.data.add_(torch.randn_like(p) * 0.01)  # not what untrained() starts from
+    args = SimpleNamespace(
+        layers=2, data=tmp_path / "cmrc2018-trial" / "beir", epochs=1, lr=1e-4, others=1, paraphrase=0
+    )
+    saved = tmp_path / "sentence-reader.pt"
+    write_fine_tune(saved, args, encoder.layers[cut:], {"head": heads[0], "null_head": heads[1]}, [1.0], "fit")
+    _, fresh, _ = untrained()
+    fresh_heads = untrained_heads(fresh.word.weight.shape[1])
+    fit._load(fresh, fresh_heads, saved, cut)
+    for a, b in ((encoder.layers[cut:], fresh.layers[cut:]), *zip(heads, fresh_heads, strict=True)):
+        for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+            assert torch.allclose(x.half().float(), y), name

@@ -199,3 +199,43 @@ def test_the_reader_report_judges_questions_as_well_as_windows(capsys):
     assert "windows AUC 1.000" in out and "same paragraph 1.000" in out and "per question 0.750" in out
     squad_report(held[:2], scores[:2], {"a": "xquad-en", "b": "xquad-en"})  # no unanswerable question
     assert "per question" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_english_own_words_set_asks_each_rewritten_question_unanswerable_ones_too(tmp_path, monkeypatch):
+    """``squad2-en-own`` on a real benchmark KB: a rewritten answerable question is asked as is and
+    with its paragraph removed, a rewritten unanswerable one of its own paragraph, each in its
+    rewrite's words; a question without a rewrite is not asked."""
+    from rag.bench import own_words
+    from rag.bench.refusal import SETS, run_set
+    from rag.config import Settings
+
+    data = _bench(tmp_path / "data")
+    qas = [*json.loads((data / squad.SOURCES["squad2-en"][0]).read_text())["data"][0]["paragraphs"][0]["qas"]]
+    qas.append(_qa("en3", "Who did Rollo swear fealty to?", "King Charles III"))
+    _write(data, squad.SOURCES["squad2-en"][0], _squad("Normans", EN_CONTEXT, qas))
+    own = tmp_path / "own.jsonl"
+    own.write_text(
+        '{"qid": "en1", "own_words": "Who ran things for the Normans?"}\n'
+        '{"qid": "en2", "own_words": "Which woman ruled the Normans as queen?"}\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(own_words, "SQUAD2_EN", own)
+    rs = SETS["squad2-en-own"]
+    assert rs.train and rs.own_words and rs.squad == "squad2-en"
+    settings = Settings.from_env(home=tmp_path / "home", bench_data=data, fallback="reject")
+    rows = run_set(rs, settings, out=lambda _line: None).rows
+    assert sorted((r.qid, r.condition, r.question) for r in rows) == [
+        ("en1", "as_is", "Who ran things for the Normans?"),
+        ("en1", "removed", "Who ran things for the Normans?"),
+        ("en2", "impossible", "Which woman ruled the Normans as queen?"),
+    ]
+
+
+def test_only_squad2_en_and_cmrc_have_own_words_rewrites():
+    from rag.bench import own_words
+    from rag.errors import DatasetError
+
+    assert own_words.for_set("") is own_words.rewrites(own_words.OWN_WORDS)
+    with pytest.raises(DatasetError, match="No own-words rewrites of xquad-en"):
+        own_words.for_set("xquad-en")

@@ -16,6 +16,10 @@ topic is no longer the only one holding the question's words. Only questions of 
 the own paragraph holds the answer, beside the sentence with the most of the question's
 characters (what ``reader.focus`` and, roughly, term coverage choose), with and without titles,
 and the AUC of the best sentence's probability, own paragraph vs gutted copy.
+
+``--own-words [ROUNDS]`` adds the fit folds' examples asked in a user's own words, once per round
+of rewrites (``rag.bench.own_words``), and reports the held-out folds' rewrites too; ``--init``
+starts from saved weights (the shipped ones, say) instead of e5-small's.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fine_tune import fine_tune, rebuild_command, write_fine_tune  # the same recipe as the answer reader
 from rag.bench.fit_answerability import auc
-from rag.bench.reader_pairs import cmrc_beir, paraphrased, train_questions  # and data
+from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, train_questions  # and data
 from rag.readers.reader import grams, padded, untrained
 from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,
@@ -41,7 +45,6 @@ from rag.readers.sentence_reader import (
     SENTENCE_READER_FILE,
     TRAIN_LAYERS,
     Encoded,
-    SentenceReader,
     encode,
     sentence_logits,
     untrained_heads,
@@ -190,7 +193,7 @@ def overlap_scores(e: Example) -> np.ndarray:
     return np.array([len(q & grams(s)) / max(len(q), 1) for s in e.sentences])
 
 
-def report(items: list[Example], probs: list[np.ndarray]) -> dict[str, float]:
+def report(items: list[Example], probs: list[np.ndarray], asked: str = "") -> dict[str, float]:
     """Held-out: the best sentence of the own paragraph (over its windows) holds the answer,
     model vs character overlap, with and without titles; and own vs gutted AUC of the best
     sentence's probability."""
@@ -217,11 +220,13 @@ def report(items: list[Example], probs: list[np.ndarray]) -> dict[str, float]:
     out["own vs gutted AUC"] = auc(np.array(own_best + gut_best), y)
     n = {t: len(hits["reader"][t]) for t in (True, False)}
     print(
-        f"held-out best sentence holds the answer: reader {out['reader titled']:.3f} titled ({n[True]}) · "
+        f"held-out{asked} best sentence holds the answer: reader {out['reader titled']:.3f} titled ({n[True]}) · "
         f"{out['reader untitled']:.3f} untitled ({n[False]}); character overlap {out['overlap titled']:.3f} · "
         f"{out['overlap untitled']:.3f}"
     )
-    print(f"held-out own paragraph vs gutted copy, best sentence's probability: AUC {out['own vs gutted AUC']:.3f}")
+    print(
+        f"held-out{asked} own paragraph vs gutted copy, best sentence's probability: AUC {out['own vs gutted AUC']:.3f}"
+    )
     return out
 
 
@@ -233,17 +238,37 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--lr", type=float, default=1e-4, help="learning rate of the fine-tuned layers (heads: 10x)")
     ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
     ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training example")
+    ap.add_argument(
+        "--own-words",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="ROUNDS",
+        help="also fit on the fit folds' examples in a user's own words, ROUNDS rounds of rewrites (1 if bare)",
+    )
+    ap.add_argument("--init", type=Path, help="start from these saved weights (e.g. models/sentence-reader-cjk.pt)")
     ap.add_argument("--limit", type=int, default=0, help="first N training examples only (a smoke run)")
     ap.add_argument("--evaluate", type=Path, help="judge these saved weights on the held-out folds (no training)")
     ap.add_argument("--write", action="store_true", help=f"write {SENTENCE_READER_FILE.name}")
     return ap
 
 
+def _load(encoder, heads, path: Path, cut: int) -> None:
+    """Saved sentence-reader weights into the float32 modules that train."""
+    import torch
+
+    saved = torch.load(path, map_location="cpu", weights_only=True)
+    encoder.layers[cut:].load_state_dict({k: v.float() for k, v in saved["layers"].items()})
+    for name, head in zip(("head", "null_head"), heads, strict=True):
+        head.load_state_dict({k: v.float() for k, v in saved[name].items()})
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
     args = _parser().parse_args(argv)
-    command = rebuild_command(COMMAND, sys.argv[1:] if argv is None else argv, SENTENCE_READER_FILE, None)
+    command = rebuild_command(COMMAND, sys.argv[1:] if argv is None else argv, SENTENCE_READER_FILE, args.init)
     torch.manual_seed(13)
     t0 = time.perf_counter()
     tok, encoder, _ = untrained()
@@ -251,19 +276,26 @@ def main(argv: list[str] | None = None) -> int:
     items = examples(tok, cmrc_beir(args.data), args.others)
     fit = [e for e in items if fold_of(e.qid) in READER_FOLDS][: args.limit or None]
     fit += [e for k in range(args.paraphrase) for e in paraphrased(fit, seed=13 + k)]
+    if args.own_words:  # the fit folds' examples, whatever --limit kept, asked in each round's words
+        fit += own_worded([e for e in items if fold_of(e.qid) in READER_FOLDS], rounds=args.own_words)
     held = [e for e in items if fold_of(e.qid) not in READER_FOLDS]
-    print(f"{len(items)} windows from {len({e.qid for e in items})} questions; fit on {len(fit)}, held out {len(held)}")
+    held_own = own_worded(held)
+    print(
+        f"{len(items)} windows from {len({e.qid for e in items})} questions; fit on {len(fit)}, "
+        f"held out {len(held)} (and {len(held_own)} asked in a user's own words)"
+    )
     cut = len(encoder.layers) - args.layers
     cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
-    cached_held = precompute(encoder, tok, held, cut)
+    cached_held, cached_own = precompute(encoder, tok, held, cut), precompute(encoder, tok, held_own, cut)
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
-    if args.evaluate:
-        r = SentenceReader(args.evaluate)
-        encoder.layers[cut:].load_state_dict(r.top.state_dict())
-        heads, losses = (r.head, r.null_head), []
-    else:
-        losses = train(encoder, heads, cached_fit, fit, args.epochs, args.layers, args.lr)
+    if args.evaluate or args.init:
+        _load(encoder, heads, args.evaluate or args.init, cut)
+    losses = [] if args.evaluate else train(encoder, heads, cached_fit, fit, args.epochs, args.layers, args.lr)
     held_out = report(held, sentence_probs(encoder, heads, cached_held, cut))
+    held_out |= {
+        f"own words, {k}": v
+        for k, v in report(held_own, sentence_probs(encoder, heads, cached_own, cut), " (own words)").items()
+    }
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
         head, null_head = heads
@@ -277,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             command,
             examples=len(fit),
             held_out=held,
+            own_words=args.own_words,
+            init=args.init.name if args.init else "",
         )
     return 0
 

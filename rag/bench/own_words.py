@@ -1,5 +1,6 @@
-"""CMRC 2018 trial questions asked in a user's own words (``data/train/cmrc-trial-own-words.jsonl``:
-how they were written and which questions, in ``data/train/README.md``).
+"""Training questions asked in a user's own words: CMRC 2018 trial's (``data/train/cmrc-trial-own-words*.jsonl``)
+and SQuAD 2.0's English dev half's (``squad2-en-own-words.jsonl``); how they were written and which
+questions, in ``data/train/README.md``.
 
 Cilin swaps (``rag.bench.synonyms``) keep a question's frame and swap single words, so a model
 can still lean on the rest; these rewrites change the wording the way people do ("分布在哪些地区"
@@ -20,6 +21,8 @@ OWN_WORDS = TRAIN / "cmrc-trial-own-words.jsonl"
 # Each round asks a question once more, in other words than the rounds before it; the benchmark
 # sets ask the first round's, the answer reader may fit on any number of rounds.
 ROUNDS = (OWN_WORDS, TRAIN / "cmrc-trial-own-words-2.jsonl")
+# SQuAD 2.0's English dev half: 271 questions of folds 3-4, unanswerable ones too (benchmark only)
+SQUAD2_EN = TRAIN / "squad2-en-own-words.jsonl"
 
 
 @lru_cache(maxsize=1)
@@ -40,6 +43,13 @@ def rewrites(path: Path = OWN_WORDS) -> dict[str, str]:
                 raise DatasetError(f"{path}:{n} has no qid or own_words.", fix="Each line needs both (README).")
             out[row["qid"]] = row["own_words"]
     return out
+
+
+def for_set(squad: str) -> dict[str, str]:
+    """The rewrites a refusal set asks: a SQuAD-shaped set's (``squad``) or else CMRC's first round."""
+    if squad and squad != "squad2-en":
+        raise DatasetError(f"No own-words rewrites of {squad}.", fix="Only squad2-en and CMRC trial have them.")
+    return rewrites(SQUAD2_EN if squad else OWN_WORDS)
 
 
 def rounds_of(n: int) -> list[dict[str, str]]:

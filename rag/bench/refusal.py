@@ -11,8 +11,9 @@ sentences that hold its answer (``hard_negatives.py``), the same-topic case RGB-
 ``cmrc-trial-para`` and ``cmrc-trial-hard-para`` ask the same questions paraphrased (Cilin
 synonyms swapped in, ``synonyms.py``): CMRC's questions repeat the words of their answer, a user's
 own words often don't, and a model fit on the originals alone learns to refuse a paraphrase.
-``cmrc-trial-own`` and ``cmrc-trial-hard-own`` ask the questions rewritten in a user's own words
-(``own_words.py``; only the questions that have a rewrite).
+``cmrc-trial-own`` and ``cmrc-trial-hard-own`` ask the questions rewritten in a user's own words,
+and ``squad2-en-own`` SQuAD 2.0's English ones, unanswerable ones too (``own_words.py``; only the
+questions that have a rewrite).
 
 Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
@@ -39,7 +40,7 @@ from pathlib import Path
 from rag.bench import hard_negatives, squad
 from rag.bench.answer_reader import fold_of
 from rag.bench.beir import bench_home, dataset_name, default_kb_name, ingest_beir
-from rag.bench.own_words import rewrites
+from rag.bench.own_words import for_set
 from rag.bench.refusal_rows import Row, SetResult, dump, print_result
 from rag.config import Settings
 from rag.errors import DatasetError
@@ -59,7 +60,7 @@ class RefusalSet:
     train: bool  # may be fit on
     hard: bool = False  # removed = the own paragraph less its answer sentences (``hard_negatives``)
     paraphrased: bool = False  # each question asked in other words (``synonyms.paraphrase``)
-    own_words: bool = False  # each question as rewritten in a user's words (``own_words.rewrites``)
+    own_words: bool = False  # each question as rewritten in a user's words (``own_words.for_set``)
     squad: str = ""  # a SQuAD-shaped source (``rag.bench.squad``): its BEIR view, folds by article
 
 
@@ -76,6 +77,7 @@ SETS = {
         RefusalSet("cmrc-trial-own", "cmrc2018-trial", "train", train=True, own_words=True),
         RefusalSet("cmrc-trial-hard-own", "cmrc2018-trial", "train", train=True, hard=True, own_words=True),
         *(RefusalSet(name, "", "train", train=True, squad=name) for name in squad.SOURCES),
+        RefusalSet("squad2-en-own", "", "train", train=True, squad="squad2-en", own_words=True),
     )
 }
 DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial", "cmrc-trial-hard")
@@ -152,6 +154,7 @@ def run_set(
     answers = reference_answers(folder)
     texts = {beir_doc_name(d): f"{doc.title}\n{doc.text}" for d, doc in iter_corpus(corpus)} if answers else {}
     meta = {qid: m or {} for qid, _t, m in iter_queries(folder)} if rs.squad else {}
+    own = for_set(rs.squad) if rs.own_words else {}
     result = SetResult(rs.name)
     asked = 0
     for qid, question, positives in questions(folder, rs.split):  # ``limit`` counts the questions asked
@@ -159,18 +162,18 @@ def run_set(
         fold = meta[qid]["fold"] if rs.squad else None
         if pair is None or (folds and (fold_of(qid) if fold is None else fold) not in folds):
             continue
+        if rs.own_words:
+            question = own.get(qid)  # only the questions with a rewrite
+        elif rs.paraphrased:
+            question = _paraphrase(qid, question)
+        if question is None:
+            continue
         if rs.squad and meta[qid]["impossible"]:
             # asked of the very paragraph it was written to look answerable from: the KB does not answer
             result.rows.append(replace(ask(kb, rs, qid, question, "impossible", home, pair[0]), fold=fold))
             asked += 1
             if limit and asked >= limit:
                 break
-            continue
-        if rs.paraphrased:
-            question = _paraphrase(qid, question)
-        elif rs.own_words:
-            question = rewrites().get(qid)
-        if question is None:
             continue
         left = answer_left(answers[qid], pair[1]["doc_ids"], texts) if answers and qid in answers else None
         result.rows.append(replace(ask(kb, rs, qid, question, "as_is", home, pair[0]), answer_left=left, fold=fold))
