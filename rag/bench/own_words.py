@@ -19,7 +19,7 @@ from rag.errors import DatasetError
 TRAIN = Path(__file__).resolve().parents[2] / "data" / "train"
 OWN_WORDS = TRAIN / "cmrc-trial-own-words.jsonl"
 # Each round asks a question once more, in other words than the rounds before it; the benchmark
-# sets ask the first round's, the answer reader may fit on any number of rounds.
+# sets ask the first round's, the readers may fit on any number of rounds.
 ROUNDS = (OWN_WORDS, TRAIN / "cmrc-trial-own-words-2.jsonl")
 # SQuAD 2.0's English dev half: 271 questions of folds 3-4, unanswerable ones too (benchmark only)
 SQUAD2_EN = TRAIN / "squad2-en-own-words.jsonl"
