@@ -51,6 +51,20 @@ def fine_tune(encoder, top, head_params: list, n: int, batch_loss, epochs: int, 
     return losses
 
 
+def add_own_words_option(ap) -> None:
+    """``--own-words [ROUNDS]``: also fit on the fit folds' questions asked in a user's own words,
+    one copy per round of rewrites (``rag.bench.own_words.ROUNDS``; the first round when bare)."""
+    ap.add_argument(
+        "--own-words",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="ROUNDS",
+        help="also fit on the fit folds' questions in a user's own words, ROUNDS rounds of rewrites (1 if bare)",
+    )
+
+
 def rebuild_command(command: str, argv: Sequence[str], shipped: Path, init: Path | None) -> str:
     """The command that rebuilds the weights a run of ``command`` with ``argv`` writes: its own
     arguments less ``--out`` (the rebuild writes the ``shipped`` file); when it started from saved

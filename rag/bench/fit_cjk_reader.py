@@ -45,7 +45,7 @@ import numpy as np
 
 from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
-from rag.bench.fine_tune import fine_tune, rebuild_command, write_fine_tune
+from rag.bench.fine_tune import add_own_words_option, fine_tune, rebuild_command, write_fine_tune
 from rag.bench.fit_answerability import auc
 from rag.bench.reader_pairs import (
     DEFAULT_DATA,
@@ -185,15 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
     ap.add_argument("--inner", type=int, default=INNER, help="negative windows per question from its own paragraph")
     ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training pair")
-    ap.add_argument(
-        "--own-words",
-        type=int,
-        nargs="?",
-        const=1,
-        default=0,
-        metavar="ROUNDS",
-        help="also fit on the fit folds' questions in a user's own words, ROUNDS rounds of rewrites (1 if bare)",
-    )
+    add_own_words_option(ap)
     ap.add_argument("--limit", type=int, default=0, help="first N training pairs only (a smoke run)")
     ap.add_argument(
         "--evaluate", type=Path, help="judge these saved reader weights on the held-out folds (no training)"

@@ -35,7 +35,12 @@ import numpy as np
 
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
-from rag.bench.fine_tune import fine_tune, rebuild_command, write_fine_tune  # the same recipe as the answer reader
+from rag.bench.fine_tune import (
+    add_own_words_option,
+    fine_tune,
+    rebuild_command,
+    write_fine_tune,
+)  # the same recipe as the answer reader
 from rag.bench.fit_answerability import auc
 from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, train_questions  # and data
 from rag.readers.reader import grams, padded, untrained
@@ -238,15 +243,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--lr", type=float, default=1e-4, help="learning rate of the fine-tuned layers (heads: 10x)")
     ap.add_argument("--layers", type=int, default=TRAIN_LAYERS, help="top layers fine-tuned (and written)")
     ap.add_argument("--paraphrase", type=int, default=PARAPHRASE, help="paraphrased copies of each training example")
-    ap.add_argument(
-        "--own-words",
-        type=int,
-        nargs="?",
-        const=1,
-        default=0,
-        metavar="ROUNDS",
-        help="also fit on the fit folds' examples in a user's own words, ROUNDS rounds of rewrites (1 if bare)",
-    )
+    add_own_words_option(ap)
     ap.add_argument("--init", type=Path, help="start from these saved weights (e.g. models/sentence-reader-cjk.pt)")
     ap.add_argument("--limit", type=int, default=0, help="first N training examples only (a smoke run)")
     ap.add_argument("--evaluate", type=Path, help="judge these saved weights on the held-out folds (no training)")
