@@ -283,10 +283,11 @@ def main(argv: list[str] | None = None) -> int:
     s_fit, s_held, source_of, written, asked = squad_sets(args)
     fit += s_fit
     copies = f"{args.paraphrase} paraphrased cop{'y' if args.paraphrase == 1 else 'ies'}"
+    own = f", own words ({args.own_words} round{'s' * (args.own_words > 1)})" if args.own_words else ""
     print(
         f"{len(items)} CMRC pairs from {len({p.qid for p in items})} questions; fit on {len(fit)} "
         f"({len(s_fit)} from {written} SQuAD-shaped questions as written and {asked} asked in the other language; "
-        f"{copies}{f', own words ({args.own_words} round' + ('s' if args.own_words > 1 else '') + ')' if args.own_words else ''}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
+        f"{copies}{own}), held out {len(held)} CMRC + {len(s_held)} SQuAD-shaped",
         flush=True,
     )
     tok, encoder, head = untrained()

@@ -35,14 +35,11 @@ import numpy as np
 
 from rag.answer.sentences import split_sentences
 from rag.bench.answer_reader import READER_FOLDS, fold_of
-from rag.bench.fine_tune import (
-    add_own_words_option,
-    fine_tune,
-    rebuild_command,
-    write_fine_tune,
-)  # the same recipe as the answer reader
+
+# the same recipe as the answer reader, and its data
+from rag.bench.fine_tune import add_own_words_option, fine_tune, rebuild_command, write_fine_tune
 from rag.bench.fit_answerability import auc
-from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, train_questions  # and data
+from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, train_questions
 from rag.readers.reader import grams, padded, untrained
 from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,

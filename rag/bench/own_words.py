@@ -25,7 +25,7 @@ ROUNDS = (OWN_WORDS, TRAIN / "cmrc-trial-own-words-2.jsonl")
 SQUAD2_EN = TRAIN / "squad2-en-own-words.jsonl"
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=4)
 def rewrites(path: Path = OWN_WORDS) -> dict[str, str]:
     """CMRC question id -> the question in other words."""
     if not path.exists():
