@@ -208,9 +208,8 @@ def test_a_fit_started_from_saved_weights_starts_where_they_left_off(tmp_path):
     (float16), top layers and both heads, so a fine-tune in steps continues the last step."""
     import torch
 
-    from rag.bench import fit_cjk_sentence_reader as fit
     from rag.bench.fine_tune import write_fine_tune
-    from rag.readers.reader import untrained
+    from rag.readers.reader import load_fine_tuned, untrained
     from rag.readers.sentence_reader import untrained_heads
 
     torch.manual_seed(5)
@@ -226,7 +225,7 @@ def test_a_fit_started_from_saved_weights_starts_where_they_left_off(tmp_path):
     write_fine_tune(saved, args, encoder.layers[cut:], {"head": heads[0], "null_head": heads[1]}, [1.0], "fit")
     _, fresh, _ = untrained()
     fresh_heads = untrained_heads(fresh.word.weight.shape[1])
-    fit._load(fresh, fresh_heads, saved, cut)
+    load_fine_tuned(fresh, saved, head=fresh_heads[0], null_head=fresh_heads[1])
     for a, b in ((encoder.layers[cut:], fresh.layers[cut:]), *zip(heads, fresh_heads, strict=True)):
         for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
             assert torch.allclose(x.half().float(), y), name

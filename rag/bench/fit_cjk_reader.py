@@ -292,10 +292,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     tok, encoder, head = untrained()
     if args.init:
-        load_fine_tuned(encoder, head, args.init)
+        load_fine_tuned(encoder, args.init, head=head)
     cut = len(encoder.layers) - args.layers
     if args.evaluate:
-        load_fine_tuned(encoder, head, args.evaluate)
+        load_fine_tuned(encoder, args.evaluate, head=head)
         losses = []
     else:  # the lower layers are frozen: computed once, before training, for the fit and held-out pairs alike
         cached = precompute(encoder, tok, fit, cut)

@@ -40,7 +40,7 @@ from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.fine_tune import add_own_words_option, fine_tune, rebuild_command, write_fine_tune
 from rag.bench.fit_answerability import auc
 from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, train_questions
-from rag.readers.reader import grams, padded, untrained
+from rag.readers.reader import grams, load_fine_tuned, padded, untrained
 from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,
     MAX_TOKENS,
@@ -248,16 +248,6 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _load(encoder, heads, path: Path, cut: int) -> None:
-    """Saved sentence-reader weights into the float32 modules that train."""
-    import torch
-
-    saved = torch.load(path, map_location="cpu", weights_only=True)
-    encoder.layers[cut:].load_state_dict({k: v.float() for k, v in saved["layers"].items()})
-    for name, head in zip(("head", "null_head"), heads, strict=True):
-        head.load_state_dict({k: v.float() for k, v in saved[name].items()})
-
-
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -283,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     cached_held, cached_own = precompute(encoder, tok, held, cut), precompute(encoder, tok, held_own, cut)
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.evaluate or args.init:
-        _load(encoder, heads, args.evaluate or args.init, cut)
+        load_fine_tuned(encoder, args.evaluate or args.init, head=heads[0], null_head=heads[1])
     losses = [] if args.evaluate else train(encoder, heads, cached_fit, fit, args.epochs, args.layers, args.lr)
     held_out = report(held, sentence_probs(encoder, heads, cached_held, cut))
     held_out |= {

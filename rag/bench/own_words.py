@@ -47,9 +47,10 @@ def rewrites(path: Path = OWN_WORDS) -> dict[str, str]:
 
 def for_set(squad: str) -> dict[str, str]:
     """The rewrites a refusal set asks: a SQuAD-shaped set's (``squad``) or else CMRC's first round."""
-    if squad and squad != "squad2-en":
+    files = {"": OWN_WORDS, "squad2-en": SQUAD2_EN}
+    if squad not in files:
         raise DatasetError(f"No own-words rewrites of {squad}.", fix="Only squad2-en and CMRC trial have them.")
-    return rewrites(SQUAD2_EN if squad else OWN_WORDS)
+    return rewrites(files[squad])
 
 
 def rounds_of(n: int) -> list[dict[str, str]]:

@@ -108,7 +108,7 @@ class AnswerReader:
         from rag.readers.e5module import Precision
 
         self.tok, self.encoder, self.head = untrained()
-        load_fine_tuned(self.encoder, self.head, path)
+        load_fine_tuned(self.encoder, path, head=self.head)
         self.precision = Precision.choose(precision)
         self.precision.prepare(self.encoder, self.head)
         self.label = self.precision.labelled(READER_MODEL)
@@ -140,14 +140,16 @@ def untrained():
     return E5Tokenizer(f), encoder, torch.nn.Linear(f.header.hidden, 1)
 
 
-def load_fine_tuned(encoder, head, path: Path) -> None:
-    """Put the fine-tuned top layers and head saved in ``path`` (``fit_cjk_reader --write``) into
-    ``encoder`` and ``head``."""
+def load_fine_tuned(encoder, path: Path, **heads) -> None:
+    """Put the fine-tuned top layers saved in ``path`` (``rag.bench.fine_tune.write_fine_tune``)
+    into ``encoder`` and each of its heads into ``heads`` (its name in the file -> the module),
+    as float32."""
     import torch
 
     saved = torch.load(path, map_location="cpu", weights_only=True)
     encoder.layers[-saved["train_layers"] :].load_state_dict({k: v.float() for k, v in saved["layers"].items()})
-    head.load_state_dict({k: v.float() for k, v in saved["head"].items()})
+    for name, head in heads.items():
+        head.load_state_dict({k: v.float() for k, v in saved[name].items()})
 
 
 def score_batch(encoder, head, ids: list[list[int]], start: int = 0, hidden=None, pad: int = 1):
