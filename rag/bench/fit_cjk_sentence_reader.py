@@ -19,7 +19,10 @@ and the AUC of the best sentence's probability, own paragraph vs gutted copy.
 
 ``--own-words [ROUNDS]`` adds the fit folds' examples asked in a user's own words, once per round
 of rewrites (``rag.bench.own_words``), and reports the held-out folds' rewrites too; ``--init``
-starts from saved weights (the shipped ones, say) instead of e5-small's.
+starts from saved weights (the shipped ones, say) instead of e5-small's. ``--squad`` adds
+SQuAD-shaped sets (``rag.bench.squad``, folds by article): an answerable question's own paragraph
+and its gutted copy as above, an unanswerable one's own paragraph with "none" as its target (it
+was written to look answerable from there); their held-out articles get a report of their own.
 """
 
 from __future__ import annotations
@@ -34,12 +37,14 @@ from pathlib import Path
 import numpy as np
 
 from rag.answer.sentences import split_sentences
+from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 
 # the same recipe as the answer reader, and its data
 from rag.bench.fine_tune import add_own_words_option, fine_tune, rebuild_command, write_fine_tune
 from rag.bench.fit_answerability import auc
-from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, train_questions
+from rag.bench.hard_negatives import gut
+from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, squad_split, train_questions
 from rag.readers.reader import grams, load_fine_tuned, padded, untrained
 from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,
@@ -107,6 +112,25 @@ def examples(tok, data: Path, others: int = OTHERS) -> list[Example]:
         for doc in t.near:
             h = doc.title if titled(t.qid) else ""
             out += _windows_of(tok, t.qid, t.question, doc.text, t.answers, h, "other")[:1]
+    return out
+
+
+def squad_examples(tok, questions: list[squad.SquadQuestion]) -> list[Example]:
+    """Examples of SQuAD-shaped questions (ids ``<qid>@<set>``): an answerable one's own paragraph
+    and its gutted copy, an unanswerable one's own paragraph with no answer (role ``impossible``)."""
+    out: list[Example] = []
+    for q in questions:
+        qid = f"{q.qid}@{q.source}"
+        heading = q.title if titled(qid) else ""
+        if q.impossible:
+            out += [
+                replace(e, role="impossible") for e in _windows_of(tok, qid, q.question, q.context, [], heading, "own")
+            ]
+            continue
+        out += _windows_of(tok, qid, q.question, q.context, list(q.answers), heading, "own")
+        gutted = gut(q.context, list(q.answers))
+        if gutted is not None:
+            out += _windows_of(tok, qid, q.question, gutted, [], heading, "gutted")
     return out
 
 
@@ -232,6 +256,31 @@ def report(items: list[Example], probs: list[np.ndarray], asked: str = "") -> di
     return out
 
 
+def squad_report(items: list[Example], probs: list[np.ndarray]) -> None:
+    """Per held-out SQuAD-shaped set: how often the best sentence of an answerable question's own
+    paragraph holds the answer, and the AUC of the best sentence's probability, answerable
+    questions' own paragraph against unanswerable ones' (the same paragraphs, no answer)."""
+    best: dict[str, dict[str, float]] = {}
+    hit: dict[str, bool] = {}
+    for e, p in zip(items, probs, strict=True):
+        if e.role not in ("own", "impossible") or not len(p):
+            continue
+        i = int(p.argmax())
+        if float(p[i]) > best.get(e.qid, {}).get(e.role, -1.0):
+            best.setdefault(e.qid, {})[e.role] = float(p[i])
+            hit[e.qid] = i in e.answer
+    for source in sorted({q.split("@", 1)[1] for q in best}):
+        qs = [q for q in best if q.endswith(f"@{source}")]
+        own = [best[q]["own"] for q in qs if "own" in best[q]]
+        none = [best[q]["impossible"] for q in qs if "impossible" in best[q]]
+        y = np.array([1] * len(own) + [0] * len(none))
+        holds = np.mean([hit[q] for q in qs if "own" in best[q]]) if own else float("nan")
+        print(
+            f"held-out {source} ({len(qs)} questions): best sentence holds the answer {holds:.3f} · "
+            f"answerable vs unanswerable, best sentence's probability: AUC {auc(np.array(own + none), y):.3f}"
+        )
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m rag.bench.fit_cjk_sentence_reader", description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -244,6 +293,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--init", type=Path, help="start from these saved weights (e.g. models/sentence-reader-cjk.pt)")
     ap.add_argument("--limit", type=int, default=0, help="first N training examples only (a smoke run)")
     ap.add_argument("--evaluate", type=Path, help="judge these saved weights on the held-out folds (no training)")
+    ap.add_argument(
+        "--squad",
+        default="",
+        help=f"also fit on these SQuAD-shaped sets (comma-separated, of {', '.join(squad.SOURCES)}; articles by fold)",
+    )
+    ap.add_argument("--squad-questions", type=int, default=0, help="fit questions per SQuAD-shaped set (0: all)")
+    ap.add_argument("--bench-data", type=Path, default=Path("../shared/bench"), help="the benchmark data folder")
     ap.add_argument("--write", action="store_true", help=f"write {SENTENCE_READER_FILE.name}")
     return ap
 
@@ -264,13 +320,19 @@ def main(argv: list[str] | None = None) -> int:
         fit += own_worded([e for e in items if fold_of(e.qid) in READER_FOLDS], rounds=args.own_words)
     held = [e for e in items if fold_of(e.qid) not in READER_FOLDS]
     held_own = own_worded(held)
+    sources = [s for s in args.squad.split(",") if s]
+    s_fit, s_held = squad_split(sources, args.bench_data, args.squad_questions) if sources else ([], [])
+    s_fit, s_held = squad_examples(tok, s_fit), squad_examples(tok, s_held)
+    fit += s_fit
     print(
-        f"{len(items)} windows from {len({e.qid for e in items})} questions; fit on {len(fit)}, "
-        f"held out {len(held)} (and {len(held_own)} asked in a user's own words)"
+        f"{len(items)} windows from {len({e.qid for e in items})} questions; fit on {len(fit)} ({len(s_fit)} from "
+        f"SQuAD-shaped sets), held out {len(held)} (and {len(held_own)} asked in a user's own words, "
+        f"{len(s_held)} SQuAD-shaped)"
     )
     cut = len(encoder.layers) - args.layers
     cached_fit = [] if args.evaluate else precompute(encoder, tok, fit, cut)
     cached_held, cached_own = precompute(encoder, tok, held, cut), precompute(encoder, tok, held_own, cut)
+    cached_squad = precompute(encoder, tok, s_held, cut) if s_held else []
     print(f"lower {cut} layers computed in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.evaluate or args.init:
         load_fine_tuned(encoder, args.evaluate or args.init, head=heads[0], null_head=heads[1])
@@ -280,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         f"own words, {k}": v
         for k, v in report(held_own, sentence_probs(encoder, heads, cached_own, cut), " (own words)").items()
     }
+    if s_held:
+        squad_report(s_held, sentence_probs(encoder, heads, cached_squad, cut))
     print(f"took {time.perf_counter() - t0:.0f} s")
     if args.write and not args.evaluate:
         head, null_head = heads
@@ -294,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             examples=len(fit),
             held_out=held,
             own_words=args.own_words,
+            squad=sources,
             init=args.init.name if args.init else "",
         )
     return 0

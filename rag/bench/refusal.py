@@ -13,7 +13,9 @@ synonyms swapped in, ``synonyms.py``): CMRC's questions repeat the words of thei
 own words often don't, and a model fit on the originals alone learns to refuse a paraphrase.
 ``cmrc-trial-own`` and ``cmrc-trial-hard-own`` ask the questions rewritten in a user's own words,
 and ``squad2-en-own`` SQuAD 2.0's English ones, unanswerable ones too (``own_words.py``; only the
-questions that have a rewrite).
+questions that have a rewrite). ``policies-zh`` and ``policies-en`` (``squad.SHIPPED``) ask
+everyday documents' sections in a user's own words, and a near miss of each that no section
+answers, of the whole knowledge base.
 
 Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
@@ -85,11 +87,12 @@ DEFAULT_SETS = ("scifact", "rgb-zh", "cmrc-trial", "cmrc-trial-hard")
 
 def set_folder(rs: RefusalSet, settings: Settings) -> Path:
     """The set's BEIR folder in ``RAG_BENCH_DATA`` (a clear error says where to get it when missing);
-    a SQuAD-shaped set's BEIR view, written once under the benchmark home."""
+    a SQuAD-shaped set's BEIR view, written once under the benchmark home (a shipped one's needs
+    no benchmark data)."""
     if rs.squad:
-        rel = squad.SOURCES[rs.squad][0]
         data = Path(settings.bench_data)
-        resolve_dataset(str(data / rel).rsplit("/", 1)[0], settings)  # the same error when it is missing
+        if rs.squad not in squad.SHIPPED:
+            resolve_dataset(str(data / squad.SOURCES[rs.squad][0]).rsplit("/", 1)[0], settings)  # the same error
         return squad.beir_view(rs.squad, data, bench_home(settings) / "derived")
     return resolve_dataset(rs.folder, settings)
 

@@ -4,6 +4,9 @@ Four train sets of ``RAG_BENCH_DATA`` (``../shared/bench/README.md``): half of S
 English, all of it machine-translated into Chinese, and XQuAD (the same 1,190 questions in both
 languages). SQuAD 2.0's unanswerable questions were written by crowd workers to look answerable
 from the very paragraph they sit on: the "same topic, no answer" case the readers must refuse.
+Two more ship with the repository (``SHIPPED``, ``data/train/README.md``): everyday documents
+(workplace rules, terms and conditions, guides) in Chinese and English, asked in a user's own
+words, each section with a near miss it does not answer: Wikipedia is not what our users ask of.
 
 The sets share Wikipedia articles (and the Chinese one's titles are translated), so a question's
 **article** is named by its English title everywhere: the Chinese articles are matched to
@@ -21,11 +24,15 @@ from pathlib import Path
 
 from rag.bench.answer_reader import fold_of
 
-SOURCES = {  # name -> (file under the benchmark data folder, language)
+TRAIN = Path(__file__).resolve().parents[2] / "data" / "train"
+SHIPPED = {"policies-zh": TRAIN / "policies-zh.json", "policies-en": TRAIN / "policies-en.json"}
+SOURCES = {  # name -> (file under the benchmark data folder, or a shipped one's own path; language)
     "squad2-en": ("squad2-dev-en/dev-v2.0.json", "en"),
     "squad2-zh": ("chinese-squad2-dev/dev-v2.0-zh.json", "zh"),
     "xquad-en": ("xquad/xquad.en.json", "en"),
     "xquad-zh": ("xquad/xquad.zh.json", "zh"),
+    "policies-zh": (str(SHIPPED["policies-zh"]), "zh"),
+    "policies-en": (str(SHIPPED["policies-en"]), "en"),
 }
 _TITLES_FROM = "xquad-en"  # English titles by question id
 TWINS = {"xquad-en": "xquad-zh", "xquad-zh": "xquad-en"}  # the same questions, professionally translated
@@ -47,9 +54,19 @@ class SquadQuestion:
         return fold_of(self.article)
 
 
+def path_of(source: str, data: Path) -> Path:
+    """``source``'s file: under the benchmark data folder ``data``, or in the repository (``SHIPPED``)."""
+    return SHIPPED.get(source) or data / SOURCES[source][0]
+
+
 def _read(path: Path) -> list[dict]:
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: set RAG_BENCH_DATA (or --bench-data) to the benchmark data folder")
+        fix = (
+            "it ships with the repository: git checkout -- data/train"
+            if path in SHIPPED.values()
+            else "set RAG_BENCH_DATA (or --bench-data) to the benchmark data folder"
+        )
+        raise FileNotFoundError(f"{path} is missing: {fix}")
     return json.loads(path.read_text(encoding="utf-8"))["data"]
 
 
@@ -62,6 +79,12 @@ def _english_titles(data: Path) -> dict[str, str]:
             for qa in para["qas"]:
                 out[qa["id"]] = article["title"]
     return out
+
+
+def _titles_for(source: str, data: Path) -> dict[str, str]:
+    """The English titles ``_article_key`` votes with: none for an English or a shipped set (their
+    articles are their own), XQuAD's for a Chinese SQuAD-shaped one."""
+    return {} if SOURCES[source][1] == "en" or source in SHIPPED else _english_titles(data)
 
 
 def _article_key(source: str, article: dict, titles: dict[str, str]) -> str:
@@ -77,10 +100,9 @@ def load(source: str, data: Path) -> list[SquadQuestion]:
     """Every question of ``source`` (a key of ``SOURCES``) under ``data``, answers that occur in
     their paragraph only (a translated answer that doesn't is dropped, and so is its question
     when none is left)."""
-    rel, _lang = SOURCES[source]
-    titles = _english_titles(data)
+    titles = _titles_for(source, data)
     out = []
-    for article in _read(data / rel):
+    for article in _read(path_of(source, data)):
         key = _article_key(source, article, titles)
         title = article["title"].replace("_", " ")
         for para in article["paragraphs"]:
@@ -103,12 +125,12 @@ def beir_view(source: str, data: Path, out_dir: Path) -> Path:
     for ``bench refusal``: one document per paragraph (``<article>-<paragraph>``, titled by its
     article), every question with ``metadata`` {answers, impossible, fold}, and ``qrels/train.tsv``
     naming each question's own paragraph (an unanswerable one's too: the paragraph it was written
-    to look answerable from)."""
+    to look answerable from); written again when the source file is newer (a shipped set edited)."""
     folder = out_dir / f"{source}-beir"
-    if (folder / "qrels" / "train.tsv").exists():
+    stamp, src = folder / "qrels" / "train.tsv", path_of(source, data)
+    if stamp.exists() and (not src.exists() or src.stat().st_mtime <= stamp.stat().st_mtime):
         return folder
-    rel, _lang = SOURCES[source]
-    titles = _english_titles(data)
+    titles = _titles_for(source, data)
     tmp = out_dir / f".{source}-beir.tmp"
     (tmp / "qrels").mkdir(parents=True, exist_ok=True)
     with (
@@ -117,7 +139,7 @@ def beir_view(source: str, data: Path, out_dir: Path) -> Path:
         (tmp / "qrels" / "train.tsv").open("w", encoding="utf-8") as qrels,
     ):
         qrels.write("query-id\tcorpus-id\tscore\n")
-        for a, article in enumerate(_read(data / rel)):
+        for a, article in enumerate(_read(src)):
             fold = fold_of(_article_key(source, article, titles))
             for p, para in enumerate(article["paragraphs"]):
                 doc = f"{source}-{a}-{p}"
