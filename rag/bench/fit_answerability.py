@@ -31,8 +31,9 @@ from rag.bench.refusal_rows import Row, SetResult, load_dump, print_result
 from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 
-# each script's model is fit on its training sets (the ``-para`` sets of ``refusal.py`` are for
-# measuring only: a fit with them was measured and not kept, docs/BENCHMARKS.md). ``squad2-zh``
+# the training sets each script's model may be fit on, those its dumps hold (the shipped ones: the
+# sets models/MANIFEST.json names; the ``-para`` sets of ``refusal.py`` are for measuring only: a
+# fit with them was measured and not kept, docs/BENCHMARKS.md, and so was one with policies-zh). ``squad2-zh``
 # is measured on, never fit on: its licence (the translation's README: academic use only) keeps
 # anything fit on it out of the defaults (../shared/bench/README.md); ``--hold-out squad2-zh``
 # still decides its questions.
@@ -40,10 +41,10 @@ FIT_ON = {
     "latin": ("scifact-train", "squad2-en", "xquad-en", "policies-en"),
     "cjk": ("cmrc-trial", "cmrc-trial-hard", "xquad-zh", "policies-zh"),
 }
-# sets whose questions the shipped answer reader (reader-cjk.pt) was fine-tuned on, folds
-# ``READER_FOLDS``: a model with the reader's feature is fit on their other folds only, so it weighs
-# the reader as it reads new questions. A reader trained on more sets (``fit_cjk_reader --squad``)
-# ships with them added here.
+# sets whose questions a shipped reader (reader-cjk.pt, sentence-reader-cjk.pt) was fine-tuned on,
+# folds ``READER_FOLDS``: a model with the readers' features is fit on their other folds only, so it
+# weighs the readers as they read new questions. A reader trained on more sets (``--squad``) ships
+# with them added here.
 READER_TRAINED_ON = ("cmrc-trial", "cmrc-trial-hard", "policies-zh", "policies-en")
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
 
