@@ -13,7 +13,8 @@ import pytest
 from rag.bench import squad
 from rag.bench.refusal import SETS, set_folder
 from rag.config import Settings
-from rag.eval.beir import iter_corpus, iter_queries
+from rag.eval.beir import beir_to_goldset, iter_corpus, iter_queries, load_beir
+from rag.eval.beir_import import only_folds
 from rag.readers.reader import grams
 
 
@@ -81,3 +82,17 @@ def test_beir_view_is_written_again_when_its_source_changes(tmp_path):
     assert [t for _q, t, _m in iter_queries(squad.beir_view("squad2-en", data, derived))] == ["What is T?"]
     write("Where is T?", 4_000_000_000)  # edited after the view was written
     assert [t for _q, t, _m in iter_queries(squad.beir_view("squad2-en", data, derived))] == ["Where is T?"]
+
+
+def test_a_gold_set_of_held_out_folds_asks_near_misses_as_questions_to_refuse(tmp_path):
+    settings = Settings.from_env().replace(home=tmp_path / "home", bench_data=str(tmp_path / "no-bench-data"))
+    data = load_beir(set_folder(SETS["policies-zh"], settings), "train", load_corpus=False)
+    held = only_folds(data, frozenset({3, 4}))
+    assert 0 < len(held.queries) < len(data.queries)
+    assert {m["fold"] for m in held.query_meta.values()} == {3, 4}
+    gold = beir_to_goldset(held)
+    refuse = [g for g in gold.items if g.should_refuse]
+    assert len(refuse) == sum(m["impossible"] for m in held.query_meta.values()) > 0
+    assert all(not g.relevant and not g.reference_answer for g in refuse)
+    assert all(g.reference_answer and g.relevant for g in gold.items if not g.should_refuse)
+    assert only_folds(data, frozenset()) is data

@@ -56,6 +56,9 @@ def add_parsers(sub) -> None:
     b.add_argument("--kb", required=True)
     b.add_argument("--split", default="test")
     b.add_argument("--limit", type=int, default=0, help="only the first N corpus documents")
+    b.add_argument(
+        "--folds", default="", help="only questions of these folds (metadata.fold: a SQuAD-shaped set's), e.g. 3,4"
+    )
     b.add_argument("--out", help="gold-set path (default <home>/goldsets/<kb>/<dataset>-<split>.jsonl)")
     b.set_defaults(func=cmd_import_beir)
 
@@ -182,7 +185,14 @@ def cmd_import_beir(args) -> int:
     settings = Settings.from_env()
     data_dir = resolve_dataset(args.data_dir, settings)  # before creating the knowledge base
     kb = KnowledgeBase(args.kb, settings, create=True, creator=args.principal)
-    result = import_beir(kb, data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr))
+    try:
+        folds = frozenset(int(f) for f in args.folds.split(",") if f.strip())
+    except ValueError:
+        print(f"error: --folds takes fold numbers separated by commas (e.g. 3,4), not {args.folds!r}", file=sys.stderr)
+        return 2
+    result = import_beir(
+        kb, data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr), folds=folds
+    )
     out = Path(args.out) if args.out else goldsets_dir(kb) / f"{result.gold.name}.jsonl"
     save_goldset(result.gold, out)
     print(

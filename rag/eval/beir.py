@@ -123,7 +123,8 @@ def beir_document(doc_id: str, doc: BeirDoc) -> tuple[str, bytes]:
 def beir_to_goldset(data: BeirData, name: str | None = None) -> GoldSet:
     """One gold item per judged query: score > 0 -> relevant (grade = score), score <= 0 and
     ``metadata.neg_ids`` -> hard negatives, ``metadata.answer`` (or SQuAD-style ``metadata.answers``,
-    alternatives) -> reference answer."""
+    alternatives) -> reference answer; SQuAD 2.0's ``metadata.impossible`` -> a question that must
+    be refused (its judged passage is the one it was written to look answerable from)."""
     items = [_item(data, qid, text) for qid, text in data.queries.items()]
     gold = GoldSet(name=name or f"{data.name}-{data.split}", items=items, source=f"BEIR {data.name}/{data.split}")
     return validate(gold)
@@ -132,6 +133,9 @@ def beir_to_goldset(data: BeirData, name: str | None = None) -> GoldSet:
 def _item(data: BeirData, qid: str, text: str) -> GoldItem:
     rels = data.qrels.get(qid, {})
     meta = data.query_meta.get(qid, {})
+    if meta.get("impossible"):
+        tags = ("beir", data.name, data.split, "impossible")
+        return GoldItem(id=qid, question=text, should_refuse=True, tags=tags, meta={"beir_query_id": qid})
     positives = [doc for doc, score in rels.items() if score > 0]
     negatives = [doc for doc, score in rels.items() if score <= 0]
     negatives += [str(n) for n in meta.get("neg_ids", []) if str(n) not in rels]

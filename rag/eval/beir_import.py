@@ -48,10 +48,12 @@ def import_beir(
     limit: int = 0,
     progress: ImportProgress | None = None,
     name: str | None = None,
+    folds: frozenset[int] = frozenset(),
 ) -> BeirImport:
     """Ingest the corpus of the BEIR folder ``path`` into ``kb`` and build the ``split`` gold set
-    (named ``name``, default ``<folder>-<split>``)."""
-    data = load_beir(path, split, load_corpus=False)
+    (named ``name``, default ``<folder>-<split>``); with ``folds``, only the questions whose
+    ``metadata.fold`` is one of them (a SQuAD-shaped set's held-out articles)."""
+    data = only_folds(load_beir(path, split, load_corpus=False), folds)
     corpus = ingest_corpus(kb, path, limit, progress)
     lost = set(corpus.failed)
     kept = {d for d in corpus.kept if beir_doc_name(d) not in lost}
@@ -104,6 +106,21 @@ def _ingest(kb: KnowledgeBase, batch: list[UploadItem], failed: list[str]) -> in
             log.warning("could not ingest %s: %s", r.name, r.error)
             failed.append(r.name)
     return sum(1 for r in results if r.ok)
+
+
+def only_folds(data: BeirData, folds: frozenset[int]) -> BeirData:
+    """``data`` with only the queries whose ``metadata.fold`` is in ``folds`` (all when empty)."""
+    if not folds:
+        return data
+    keep = {q for q, m in data.query_meta.items() if m.get("fold") in folds}
+    return BeirData(
+        data.name,
+        data.split,
+        data.corpus,
+        {q: t for q, t in data.queries.items() if q in keep},
+        {q: r for q, r in data.qrels.items() if q in keep},
+        {q: m for q, m in data.query_meta.items() if q in keep},
+    )
 
 
 def restrict(data: BeirData, doc_ids: set[str]) -> tuple[BeirData, int]:
