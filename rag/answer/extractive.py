@@ -53,9 +53,8 @@ OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the eviden
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
 W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer)
-READER_CARRIES = (
-    0.5  # Chinese: a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
-)
+# Chinese: a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
+READER_CARRIES = 0.5
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"
