@@ -97,7 +97,8 @@ def test_both_readers_read_in_bf16_as_in_float32_and_say_which_ran():
             )
         readings[setting] = got
     for bf16, fp32 in zip(readings["bfloat16"], readings["float32"], strict=True):
-        assert bf16 == pytest.approx(fp32, abs=0.01)
+        # bfloat16 keeps 8 bits of mantissa: a probability near 0.75 moves by about 0.012 with the shipped weights
+        assert bf16 == pytest.approx(fp32, abs=0.02)
     (_, answers, *_), (_, topic_only, *_) = readings["float32"]
     assert answers > 0.5 > topic_only  # readings that tell the passages apart, not all alike
 

@@ -52,7 +52,8 @@ NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sen
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
-W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer)
+W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer), a chunk without headings
+W_SENTENCE_READER_HEADED = 0.25  # ... under a heading (which already tells sentences apart by their terms)
 # Chinese: a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
 READER_CARRIES = 0.5
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
@@ -194,7 +195,7 @@ def score_for_part(
                 score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
             p = read[n][i] if n in read else None
             if p is not None:
-                score += W_SENTENCE_READER * p
+                score += (W_SENTENCE_READER_HEADED if chunk.topic.strip() else W_SENTENCE_READER) * p
             reader_p = None if p is None else round(p, 4)
             held = _carries(part, terms | topic, text, tokens, gives) or (
                 p is not None and p >= READER_CARRIES and rules.on("reader-reads-all")
