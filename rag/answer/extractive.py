@@ -161,7 +161,9 @@ def score_for_part(
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
     ``reader`` (Chinese parts): each sentence also gets ``W_SENTENCE_READER`` x the sentence
     reader's probability that it holds the answer (``Pick.reader``; a chunk is read under its
-    heading path), and one it gives at least ``READER_CARRIES`` carries what the part asks for
+    heading path, and there weighs ``W_SENTENCE_READER_HEADED``: the heading's terms already tell
+    its sentences apart, and a confident misreading of a neighbouring section must not outweigh
+    them), and one it gives at least ``READER_CARRIES`` carries what the part asks for
     whatever its words: a question in a user's own words shares few terms with its answer, and
     without a heading the sentence that names the topic wins on terms while the reader points at
     the answering one (docs/BENCHMARKS.md, "The sentence reader"). With the ``reader-reads-all``
