@@ -171,10 +171,12 @@ def score_for_part(
     q_vec = index.vector(part.text) if vectors else None
     if q_vec is not None:
         index.ensure_vectors(range(1, len(index) + 1))
-    read = _read(reader, part, index) if reader is not None and part.cjk else {}
+    everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
+    read = _read(reader, part, index, everywhere) if reader is not None and part.cjk else {}
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n) if q_vec is not None else None
+        w_reader = W_SENTENCE_READER_HEADED if chunk.topic.strip() else W_SENTENCE_READER
         leads = (
             {} if part.yes_no or not rules.on("lead-ins") else lead_ins(chunk.segments)
         )  # a yes/no is answered in a sentence's own words
@@ -197,10 +199,10 @@ def score_for_part(
                 score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
             p = read[n][i] if n in read else None
             if p is not None:
-                score += (W_SENTENCE_READER_HEADED if chunk.topic.strip() else W_SENTENCE_READER) * p
+                score += w_reader * p
             reader_p = None if p is None else round(p, 4)
             held = _carries(part, terms | topic, text, tokens, gives) or (
-                p is not None and p >= READER_CARRIES and rules.on("reader-reads-all")
+                everywhere and p is not None and p >= READER_CARRIES
             )
             usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
             picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable))
@@ -228,10 +230,11 @@ def _carries(part: QuestionPart, terms: frozenset[str], text: str, tokens: set[s
     return carries(part.asked, part.tokens | part.context, terms | context, gives)
 
 
-def _read(reader: SentenceReader, part: QuestionPart, index: EvidenceIndex) -> dict[int, list[float]]:
+def _read(
+    reader: SentenceReader, part: QuestionPart, index: EvidenceIndex, everywhere: bool = True
+) -> dict[int, list[float]]:
     """The sentence reader's P(holds the answer) for every sentence of every chunk (under its
-    heading path), by 1-based chunk number."""
-    everywhere = rules.on("reader-reads-all")
+    heading path; only of chunks without headings unless ``everywhere``), by 1-based chunk number."""
     read = [n for n, c in enumerate(index.chunks, start=1) if c.segments and (everywhere or not c.topic.strip())]
     if not read:
         return {}

@@ -23,8 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from rag.bench.answer_reader import fold_of
+from rag.bench.own_words import TRAIN  # the repository's training data folder
 
-TRAIN = Path(__file__).resolve().parents[2] / "data" / "train"
 SHIPPED = {"policies-zh": TRAIN / "policies-zh.json", "policies-en": TRAIN / "policies-en.json"}
 SOURCES = {  # name -> (file under the benchmark data folder, or a shipped one's own path; language)
     "squad2-en": ("squad2-dev-en/dev-v2.0.json", "en"),
