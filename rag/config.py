@@ -101,7 +101,8 @@ class Settings:
     )
     sentence_reader: bool = _f(
         True,
-        "Chinese questions: the extractive answer's sentence is chosen with the sentence reader (e5) beside term coverage.",
+        "The extractive answer's sentence is chosen with the sentence reader (e5) beside term coverage (Chinese; "
+        "English with the reader-reads-all rule, where a sentence it finds likely to answer carries what is asked).",
     )
     reader_precision: str = _f(
         "auto",

@@ -1,4 +1,4 @@
-"""The Chinese sentence reader: how a passage is read (every sentence once, in windows that fit),
+"""The sentence reader: how a passage is read (every sentence once, in windows that fit),
 its shipped fine-tune choosing the sentence that answers over the one that only names the topic,
 the answerer's floors holding whatever it says, and an honest label when it is missing."""
 
@@ -97,6 +97,20 @@ def test_under_a_heading_the_reader_agrees_with_terms_where_they_find_the_answer
     )
 
 
+# the approver named by role: no word of the question's "who" in the sentence
+LEAVE = "Annual leave requests are approved by your line manager. Requests of more than ten days need two weeks' notice."
+
+
+@shipped
+def test_an_english_question_in_other_words_is_carried_by_the_reader(monkeypatch, embedder):
+    index = EvidenceIndex([LEAVE], embedder.embed_texts, ["Leave requests"])
+    request = DraftRequest("Who approves my holiday?", [SimpleNamespace(text=LEAVE)], index)
+    read = extractive.compose(extractive.select_sentences(request, True, sr.shipped_sentence_reader()))
+    assert read.startswith("Annual leave requests are approved by your line manager.")
+    monkeypatch.setenv("RAG_RULES_OFF", "reader-reads-all")  # English read by terms and MiniLM alone, as before
+    assert extractive.select_sentences(request, True, sr.shipped_sentence_reader()) == []  # "who" not carried
+
+
 # a section under its heading, asked in other words than its own (火车站 / 火车东站, 出发 / 发车)
 SHUTTLE = "早班车于每日7:30从火车东站发车，8:20抵达园区。晚班车于18:00从园区发车，途经高新区地铁站。法定节假日停运。"
 
@@ -133,11 +147,14 @@ def test_the_answerability_feature_is_higher_when_the_answer_sentence_is_there(q
 
 
 @pytest.mark.slow  # loads the sentence reader
-def test_the_label_names_the_sentence_reader_only_for_chinese_questions(monkeypatch, tmp_path):
+def test_the_label_names_the_sentence_reader_for_the_questions_it_reads(monkeypatch, tmp_path):
     gen = extractive.ExtractiveGenerator.build(Settings.from_env(env={}), None, None)
-    assert gen.label_for("How many days?") == gen.label
     if sr.SENTENCE_READER_FILE.exists():
-        assert sr.SENTENCE_READER_MODEL in gen.label_for("住宿费上限是多少？").model
+        for question in ("住宿费上限是多少？", "How many days?"):
+            assert sr.SENTENCE_READER_MODEL in gen.label_for(question).model
+    monkeypatch.setenv("RAG_RULES_OFF", "reader-reads-all")  # English: terms and MiniLM's cosine alone
+    assert gen.label_for("How many days?") == gen.label
+    monkeypatch.delenv("RAG_RULES_OFF")
     monkeypatch.setattr(sr, "SENTENCE_READER_FILE", tmp_path / "missing.pt")
     sr.forget_shipped_sentence_reader()
     try:

