@@ -98,7 +98,9 @@ def test_under_a_heading_the_reader_agrees_with_terms_where_they_find_the_answer
 
 
 # the approver named by role: no word of the question's "who" in the sentence
-LEAVE = "Annual leave requests are approved by your line manager. Requests of more than ten days need two weeks' notice."
+LEAVE = (
+    "Annual leave requests are approved by your line manager. Requests of more than ten days need two weeks' notice."
+)
 
 
 @shipped
