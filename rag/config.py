@@ -101,8 +101,8 @@ class Settings:
     )
     sentence_reader: bool = _f(
         True,
-        "The extractive answer's sentence is chosen with the sentence reader (e5) beside term coverage (Chinese; "
-        "English with the reader-reads-all rule, where a sentence it finds likely to answer carries what is asked).",
+        "The extractive answer's sentence is chosen with the sentence reader (e5) beside term coverage, for every "
+        "question: a sentence it finds likely to answer carries what is asked (Chinese: its P also adds to the score).",
     )
     reader_precision: str = _f(
         "auto",
