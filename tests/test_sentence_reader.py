@@ -263,3 +263,49 @@ def test_a_fit_started_from_saved_weights_starts_where_they_left_off(tmp_path):
     for a, b in ((encoder.layers[cut:], fresh.layers[cut:]), *zip(heads, fresh_heads, strict=True)):
         for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
             assert torch.allclose(x.half().float(), y), name
+
+
+# a council's waste rules beside two other pages: bulky items are collected for a fee; a mattress
+# or a fridge is never named
+WASTE = {
+    "waste.md": "# Waste collection\n\nHousehold waste is collected every Tuesday morning. Recycling is collected "
+    "every second Friday. Bulky items such as furniture are collected on request for a fee of 30 EUR.",
+    "leave.md": "# Leave\n\nFull-time employees get 25 days of paid holiday each year, booked in PeopleHub. "
+    "Up to 5 unused days carry over to the next year.",
+    "travel.md": "# Travel\n\nEconomy class is required for flights under six hours. Hotels are capped at 180 EUR a night.",
+}
+
+
+@pytest.fixture()
+def council(make_kb):
+    from rag.ingest.pipeline import UploadItem
+
+    kb = make_kb("council")
+    assert all(r.ok for r in kb.ingest([UploadItem(n, t.encode()) for n, t in WASTE.items()]))
+    return kb
+
+
+@shipped
+def test_a_reading_of_the_evidence_outweighs_a_word_the_documents_do_not_use(council, monkeypatch):
+    from rag.retrieval.pipeline import retrieve
+    from rag.retrieval.trace import Decider, FallbackAction
+
+    question = "What is the fee for collecting a mattress?"
+    t = retrieve(council, question)
+    assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
+    assert t.answerability.outweighed == ["mattress"] and "absent-term rule outweighed" in t.answerability.reason
+    assert sr.SENTENCE_READER_MODEL in t.answerability.reader  # the trace names the model that read it
+    monkeypatch.setenv("RAG_RULES_OFF", "reader-outweighs-absent")  # the rule refuses outright, as before
+    off = retrieve(council, question, council.settings.replace(rules_off="reader-outweighs-absent"))
+    assert off.fallback.action is FallbackAction.REJECT and off.fallback.decided_by is Decider.ABSENT_TERMS
+    assert "'mattress'" in off.answerability.missing
+
+
+@shipped
+def test_a_word_the_reading_does_not_outweigh_still_refuses_and_is_named(council):
+    from rag.retrieval.pipeline import retrieve
+    from rag.retrieval.trace import Decider, FallbackAction
+
+    t = retrieve(council, "How much do they charge to pick up a broken fridge?")
+    assert t.fallback.action is FallbackAction.REJECT and t.fallback.decided_by is Decider.ABSENT_TERMS
+    assert t.answerability.outweighed == [] and "'fridge'" in t.answerability.missing

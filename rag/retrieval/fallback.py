@@ -92,7 +92,7 @@ def decider(ev: Evidence) -> tuple[Decider, list[str]]:
         return (Decider.RERANK_THRESHOLD if ev.calibrated else Decider.UNCALIBRATED), []
     if a.threshold <= 0:  # the stage never refuses (uncalibrated scores under the rule, or turned off)
         return Decider.UNCALIBRATED, []
-    veto = vetoing(a.absent_terms, a.script, ev.question, tuple(a.weights))
+    veto = [t for t in vetoing(a.absent_terms, a.script, ev.question, tuple(a.weights)) if t not in a.outweighed]
     if veto and not a.answerable:
         return Decider.ABSENT_TERMS, veto
     return (Decider.ANSWERABILITY if a.weights else Decider.TOP_SCORE_RULE), []

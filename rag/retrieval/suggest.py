@@ -196,11 +196,9 @@ def _absent(trace: Trace) -> list[str]:
     fb, a = trace.fallback, trace.answerability
     if fb is not None and fb.decided_by is not None:
         return list(fb.vetoed_terms) if fb.decided_by is Decider.ABSENT_TERMS else []
-    return (
-        vetoing(a.absent_terms, a.script, trace.question, tuple(a.weights))
-        if a is not None and not a.answerable
-        else []
-    )
+    if a is None or a.answerable:
+        return []
+    return [t for t in vetoing(a.absent_terms, a.script, trace.question, tuple(a.weights)) if t not in a.outweighed]
 
 
 def _coverage(trace: Trace) -> Change:

@@ -227,6 +227,7 @@ def _decider(question: str, fb: FallbackDecision, a: Answerability | None) -> tu
     if a.threshold <= 0:
         return Decider.UNCALIBRATED, []
     veto = vetoing(a.absent_terms, a.script, question, tuple(a.weights)) if not a.answerable else []
+    veto = [t for t in veto if t not in a.outweighed]
     if veto:
         return Decider.ABSENT_TERMS, veto
     return (Decider.ANSWERABILITY if a.weights else Decider.TOP_SCORE_RULE), []

@@ -15,8 +15,17 @@ from dataclasses import dataclass, field
 
 from rag import rules
 from rag.readers.reader import READER_SCRIPTS
+from rag.readers.sentence_reader import CARRIES, shipped_sentence_reader
 from rag.records import TermStats
-from rag.retrieval.answerability.messages import UNCALIBRATED, absent_words, missing, reader_off, reason, vetoing
+from rag.retrieval.answerability.messages import (
+    UNCALIBRATED,
+    absent_words,
+    missing,
+    outweighed,
+    reader_off,
+    reason,
+    vetoing,
+)
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader_features import Locator, read_sentences, read_window, shipped_readers
@@ -144,6 +153,25 @@ def features(
     return _Read(x, kind, absent, unheld, best, readers, window, matches)
 
 
+def _outweighed(question: str, ranked: Sequence[EvidenceChunk], read: _Read, precision: str) -> str | None:
+    """The sentence reader's label when it finds an answer in the best chunk (P >= ``CARRIES``,
+    the P at which the answerer lets a sentence carry what is asked) though the absent-term rule
+    would refuse: a question in a user's own words ("maternity leave" where the handbook says
+    "parental leave") is then decided by the model, not by the words the documents don't use.
+    Read only when the rule would refuse (its P joins ``read.x`` for the trace); None when it
+    finds none, is missing, or rule ``reader-outweighs-absent`` is off."""
+    if not ranked or not rules.on("reader-outweighs-absent"):
+        return None
+    label = read.readers.get("reader_sentence", "")
+    if "reader_sentence" not in read.x:
+        sreader = shipped_sentence_reader(precision)
+        if sreader is None:
+            return None
+        read.x["reader_sentence"] = read_sentences(sreader, question, ranked)
+        read.readers["reader_sentence"] = label = sreader.label
+    return label if read.x["reader_sentence"] >= CARRIES else None
+
+
 def assess(
     question: str,
     ranked: Sequence[EvidenceChunk],
@@ -175,6 +203,9 @@ def assess(
         prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
     # threshold 0: the stage never refuses; a model that weighs ``absent_word`` decides on it itself
     veto = vetoing(read.absent, script, question, model.features) if thr > 0 else []
+    lifted = _outweighed(question, ranked, read, reader_precision) if veto and use_reader else None
+    lifted, words = (outweighed(veto, read.x["reader_sentence"]), veto) if lifted is not None else ("", [])
+    veto = [t for t in veto if t not in words]  # a reading of the evidence outweighs words it doesn't use
     ok = bool(ranked) and prob >= thr and not veto
     return Answerability(
         model=model.name,
@@ -190,9 +221,13 @@ def assess(
         absent_terms=list(read.absent),
         unheld_terms=list(read.unheld),
         best_sentence=read.best_sentence[:400],
-        reason=reason(prob, thr, veto, bool(ranked)) if calibrated else UNCALIBRATED,
+        reason=(reason(prob, thr, veto, bool(ranked)) if calibrated else UNCALIBRATED)
+        + (f"; {lifted}" if lifted else ""),
         missing=missing(read, question) if not ok else "",
-        reader=readers or (reader_off(use_reader) if script in READER_SCRIPTS else ""),
+        reader=readers
+        or (reader_off(use_reader) if script in READER_SCRIPTS else "")
+        or read.readers.get("reader_sentence", ""),
         reader_window=read.reader_window[:400] if "reader" in model.features else "",
         term_matches=list(read.matches),
+        outweighed=list(words),
     )

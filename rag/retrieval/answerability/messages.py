@@ -65,6 +65,14 @@ def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
     return out + (f"; absent-term rule: {', '.join(repr(t) for t in veto)} in no searched chunk" if veto else "")
 
 
+def outweighed(veto: list[str], p: float) -> str:
+    """The trace's note when the sentence reader outweighed the absent-term rule."""
+    return (
+        f"absent-term rule outweighed: {', '.join(repr(t) for t in veto)} in no searched chunk, "
+        f"but the sentence reader finds an answer in the best chunk (P {p:.3f})"
+    )
+
+
 def missing(read: _Read, question: str) -> str:
     """What the evidence lacks, in words a user can act on ('' when nothing specific), in Chinese
     for a Chinese question (``is_chinese``)."""
