@@ -309,3 +309,15 @@ def test_a_word_the_reading_does_not_outweigh_still_refuses_and_is_named(council
     t = retrieve(council, "How much do they charge to pick up a broken fridge?")
     assert t.fallback.action is FallbackAction.REJECT and t.fallback.decided_by is Decider.ABSENT_TERMS
     assert t.answerability.outweighed == [] and "'fridge'" in t.answerability.missing
+
+
+@shipped
+def test_a_name_the_documents_never_mention_is_never_outweighed(council):
+    """The reader reads the fee sentence as an answer either way; a company the documents never
+    name is what is asked about, so the rule refuses and names it (the answerer would refuse too)."""
+    from rag.retrieval.pipeline import retrieve
+    from rag.retrieval.trace import Decider
+
+    t = retrieve(council, "What is the fee Contoso charges for collecting a mattress?")
+    assert t.fallback.decided_by is Decider.ABSENT_TERMS and t.answerability.outweighed == []
+    assert "'Contoso'" in t.answerability.missing

@@ -20,6 +20,7 @@ from rag.records import TermStats
 from rag.retrieval.answerability.messages import (
     UNCALIBRATED,
     absent_words,
+    is_name,
     missing,
     outweighed,
     reader_off,
@@ -153,23 +154,23 @@ def features(
     return _Read(x, kind, absent, unheld, best, readers, window, matches)
 
 
-def _outweighed(question: str, ranked: Sequence[EvidenceChunk], read: _Read, precision: str) -> str | None:
-    """The sentence reader's label when it finds an answer in the best chunk (P >= ``CARRIES``,
-    the P at which the answerer lets a sentence carry what is asked) though the absent-term rule
-    would refuse: a question in a user's own words ("maternity leave" where the handbook says
-    "parental leave") is then decided by the model, not by the words the documents don't use.
-    Read only when the rule would refuse (its P joins ``read.x`` for the trace); None when it
-    finds none, is missing, or rule ``reader-outweighs-absent`` is off."""
+def _outweighed(question: str, ranked: Sequence[EvidenceChunk], read: _Read, precision: str) -> bool:
+    """Whether the sentence reader finds an answer in the best chunk (P >= ``CARRIES``, the P at
+    which the answerer lets a sentence carry what is asked) though the absent-term rule would
+    refuse: a question in a user's own words ("my direct debit bounced") is then decided by the
+    model, not by the words the documents don't use. Read only when the rule would refuse (its P
+    and label join ``read`` for the trace); False when the reader is missing or rule
+    ``reader-outweighs-absent`` is off. A name among the words ("Contoso") is never outweighed
+    (``assess``): the answerer would refuse it too."""
     if not ranked or not rules.on("reader-outweighs-absent"):
-        return None
-    label = read.readers.get("reader_sentence", "")
+        return False
     if "reader_sentence" not in read.x:
         sreader = shipped_sentence_reader(precision)
         if sreader is None:
-            return None
+            return False
         read.x["reader_sentence"] = read_sentences(sreader, question, ranked)
-        read.readers["reader_sentence"] = label = sreader.label
-    return label if read.x["reader_sentence"] >= CARRIES else None
+        read.readers["reader_sentence"] = sreader.label
+    return read.x["reader_sentence"] >= CARRIES
 
 
 def assess(
@@ -203,9 +204,10 @@ def assess(
         prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
     # threshold 0: the stage never refuses; a model that weighs ``absent_word`` decides on it itself
     veto = vetoing(read.absent, script, question, model.features) if thr > 0 else []
-    lifted = _outweighed(question, ranked, read, reader_precision) if veto and use_reader else None
-    lifted, words = (outweighed(veto, read.x["reader_sentence"]), veto) if lifted is not None else ("", [])
-    veto = [t for t in veto if t not in words]  # a reading of the evidence outweighs words it doesn't use
+    lifted, words = "", []  # a reading of the evidence outweighs words it doesn't use, never a name it lacks
+    if veto and use_reader and not any(is_name(t, question) for t in veto):
+        if _outweighed(question, ranked, read, reader_precision):
+            lifted, words, veto = outweighed(veto, read.x["reader_sentence"]), veto, []
     ok = bool(ranked) and prob >= thr and not veto
     return Answerability(
         model=model.name,

@@ -65,6 +65,12 @@ def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
     return out + (f"; absent-term rule: {', '.join(repr(t) for t in veto)} in no searched chunk" if veto else "")
 
 
+def is_name(term: str, question: str) -> bool:
+    """A name: capitalised where the question does not begin with it ("Contoso", "Toronto"); a
+    word said in other words may be read in the evidence, a thing the documents never name not."""
+    return term[:1].isupper() and not question.lstrip().startswith(term)
+
+
 def outweighed(veto: list[str], p: float) -> str:
     """The trace's note when the sentence reader outweighed the absent-term rule."""
     return (
