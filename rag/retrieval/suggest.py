@@ -19,7 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings
-from rag.retrieval.answerability import vetoing
+from rag.retrieval.answerability import refusing
 from rag.retrieval.pipeline import rerank_pool, retrieve
 from rag.retrieval.trace import Decider, Dropped, FallbackAction, Trace
 from rag.source import ProbedSource
@@ -198,7 +198,7 @@ def _absent(trace: Trace) -> list[str]:
         return list(fb.vetoed_terms) if fb.decided_by is Decider.ABSENT_TERMS else []
     if a is None or a.answerable:
         return []
-    return [t for t in vetoing(a.absent_terms, a.script, trace.question, tuple(a.weights)) if t not in a.outweighed]
+    return refusing(a, trace.question)
 
 
 def _coverage(trace: Trace) -> Change:

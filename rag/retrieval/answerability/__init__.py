@@ -25,6 +25,7 @@ from rag.retrieval.answerability.messages import (
     outweighed,
     reader_off,
     reason,
+    refusing,
     vetoing,
 )
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
@@ -55,6 +56,7 @@ __all__ = [  # the stage's interface; the rest is imported from its module
     "assess",
     "features",
     "is_chinese",
+    "refusing",
     "script_of",
     "vetoing",
 ]
