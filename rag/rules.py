@@ -37,8 +37,6 @@ RULES: Mapping[str, str] = MappingProxyType(
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",
         "out-of-range": "a rule for a range the asked amount is outside of is lowered",
         "lead-ins": "a list item counts its lead-in's terms, and a lead-in never answers",
-        "reader-outweighs-absent": "a best chunk the sentence reader finds an answer in (P >= 0.5) lifts the "
-        "absent-term rule (English)",
         "reader-reads-all": "the sentence reader reads chunks under headings too and English questions' chunks, "
         "and a sentence it finds likely to answer carries what is asked",
     }

@@ -8,7 +8,6 @@ import pytest
 
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, features, vetoing
-from rag.retrieval.answerability.messages import is_name
 from rag.retrieval.answerability.terms import held_terms, present_synonyms, question_terms, synonym_tokens
 from rag.text.frequency import is_everyday
 from rag.text.synonyms import CILIN_LABEL, WORDNET_LABEL, synonyms
@@ -53,12 +52,6 @@ def test_the_absent_word_is_a_feature_and_refuses_on_its_own_only_for_a_model_th
     assert vetoing(read.absent, "latin") == ["sabbatical"]  # the plain model: the rule refuses
     assert vetoing(read.absent, "latin", weighed=("p_top", "absent_word", "reader")) == []  # the twin weighs it
     assert vetoing(read.absent, "cjk") == []  # no rule for CJK: jieba's cuts make absence unreliable
-
-
-def test_a_word_capitalised_inside_the_question_is_a_name_the_first_word_is_not():
-    assert is_name("Contoso", "How many weeks of leave does Contoso give?")
-    assert not is_name("Misplaced", "Misplaced my library card. How much is a new one?")
-    assert not is_name("mattress", "What is the fee for collecting a mattress?")
 
 
 TEXT = "Employees receive 25 days of paid holiday per calendar year."

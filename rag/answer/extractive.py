@@ -36,7 +36,6 @@ from rag.answer.question import QuestionPart, has_date, missing_names, question_
 from rag.answer.sentences import CJK_RE, Segment, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
-from rag.readers.sentence_reader import CARRIES as READER_CARRIES
 from rag.readers.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.records import ModelLabel
 from rag.text import lexical
@@ -56,6 +55,8 @@ OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked
 W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer), a chunk without headings
 W_SENTENCE_READER_HEADED = 0.25  # ... under a heading (which already tells sentences apart by their terms)
 W_SENTENCE_READER_LATIN = 0.0  # English: the reader adds nothing to the score (the MiniLM cosine is there); it carries
+# a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
+READER_CARRIES = 0.5
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"

@@ -143,7 +143,6 @@ def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: S
         dict(a.features) if a else {},
         list(a.absent_terms) if a else [],
         round(ms, 2),
-        outweighed=list(a.outweighed) if a else [],
     )
 
 

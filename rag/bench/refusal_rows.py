@@ -5,13 +5,12 @@ printed, and the dump ``rag.bench.fit_answerability`` fits on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rag.bench.answer_reader import fold_of
 from rag.eval.metrics import latency_summary
-from rag.retrieval.answerability import vetoing
 
 Out = Callable[[str], None]
 UNANSWERABLE = "unanswerable"  # removed or impossible
@@ -36,12 +35,6 @@ class Row:
     # a reference answer is in a passage the removed condition searches (None: the set has no answers)
     answer_left: bool | None = None
     fold: int | None = None  # the question's fold when not ``fold_of(qid)`` (SQuAD-shaped sets: its article's)
-    outweighed: list[str] = field(default_factory=list)  # absent words the sentence reader's reading outweighed
-
-    def vetoed(self, weighed: Sequence[str]) -> list[str]:
-        """The absent words that refused it on their own under a model weighing ``weighed``
-        (``vetoing``, less those the sentence reader outweighed)."""
-        return [t for t in vetoing(self.absent_terms, self.script, self.question, weighed) if t not in self.outweighed]
 
     @property
     def answerable(self) -> bool:

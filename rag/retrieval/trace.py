@@ -176,7 +176,6 @@ class Answerability:
     reader: str = ""  # the readers behind the ``reader`` / ``reader_sentence`` features, or why none was used
     reader_window: str = ""  # the evidence window the reader rated highest
     term_matches: list[TermMatch] = field(default_factory=list)  # each salient term: how it was found
-    outweighed: list[str] = field(default_factory=list)  # absent words the sentence reader's reading outweighed
 
 
 @dataclass

@@ -15,19 +15,8 @@ from dataclasses import dataclass, field
 
 from rag import rules
 from rag.readers.reader import READER_SCRIPTS
-from rag.readers.sentence_reader import CARRIES, shipped_sentence_reader
 from rag.records import TermStats
-from rag.retrieval.answerability.messages import (
-    UNCALIBRATED,
-    absent_words,
-    is_name,
-    missing,
-    outweighed,
-    reader_off,
-    reason,
-    refusing,
-    vetoing,
-)
+from rag.retrieval.answerability.messages import UNCALIBRATED, absent_words, missing, reader_off, reason, vetoing
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader_features import Locator, read_sentences, read_window, shipped_readers
@@ -56,7 +45,6 @@ __all__ = [  # the stage's interface; the rest is imported from its module
     "assess",
     "features",
     "is_chinese",
-    "refusing",
     "script_of",
     "vetoing",
 ]
@@ -156,25 +144,6 @@ def features(
     return _Read(x, kind, absent, unheld, best, readers, window, matches)
 
 
-def _outweighed(question: str, ranked: Sequence[EvidenceChunk], read: _Read, precision: str) -> bool:
-    """Whether the sentence reader finds an answer in the best chunk (P >= ``CARRIES``, the P at
-    which the answerer lets a sentence carry what is asked) though the absent-term rule would
-    refuse: a question in a user's own words ("my direct debit bounced") is then decided by the
-    model, not by the words the documents don't use. Read only when the rule would refuse (its P
-    and label join ``read`` for the trace); False when the reader is missing or rule
-    ``reader-outweighs-absent`` is off. A name among the words ("Contoso") is never outweighed
-    (``assess``): the answerer would refuse it too."""
-    if not ranked or not rules.on("reader-outweighs-absent"):
-        return False
-    if "reader_sentence" not in read.x:
-        sreader = shipped_sentence_reader(precision)
-        if sreader is None:
-            return False
-        read.x["reader_sentence"] = read_sentences(sreader, question, ranked)
-        read.readers["reader_sentence"] = sreader.label
-    return read.x["reader_sentence"] >= CARRIES
-
-
 def assess(
     question: str,
     ranked: Sequence[EvidenceChunk],
@@ -206,10 +175,6 @@ def assess(
         prob, thr, contrib = model.probability(read.x), threshold, model.contributions(read.x)
     # threshold 0: the stage never refuses; a model that weighs ``absent_word`` decides on it itself
     veto = vetoing(read.absent, script, question, model.features) if thr > 0 else []
-    lifted, words = "", []  # a reading of the evidence outweighs words it doesn't use, never a name it lacks
-    if veto and use_reader and not any(is_name(t, question) for t in veto):
-        if _outweighed(question, ranked, read, reader_precision):
-            lifted, words, veto = outweighed(veto, read.x["reader_sentence"]), veto, []
     ok = bool(ranked) and prob >= thr and not veto
     return Answerability(
         model=model.name,
@@ -225,13 +190,9 @@ def assess(
         absent_terms=list(read.absent),
         unheld_terms=list(read.unheld),
         best_sentence=read.best_sentence[:400],
-        reason=(reason(prob, thr, veto, bool(ranked)) if calibrated else UNCALIBRATED)
-        + (f"; {lifted}" if lifted else ""),
+        reason=reason(prob, thr, veto, bool(ranked)) if calibrated else UNCALIBRATED,
         missing=missing(read, question) if not ok else "",
-        reader=readers
-        or (reader_off(use_reader) if script in READER_SCRIPTS else "")
-        or read.readers.get("reader_sentence", ""),
+        reader=readers or (reader_off(use_reader) if script in READER_SCRIPTS else ""),
         reader_window=read.reader_window[:400] if "reader" in model.features else "",
         term_matches=list(read.matches),
-        outweighed=list(words),
     )

@@ -18,7 +18,6 @@ from rag.text.script import CJK_LETTER_RE, HAN, is_chinese
 
 if TYPE_CHECKING:
     from rag.retrieval.answerability import _Read
-    from rag.retrieval.trace import Answerability
 
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
@@ -64,26 +63,6 @@ def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
     op = ">=" if prob >= thr else "<"
     out = f"P(answerable) {prob:.3f} {op} {thr:.3f}"
     return out + (f"; absent-term rule: {', '.join(repr(t) for t in veto)} in no searched chunk" if veto else "")
-
-
-def refusing(a: Answerability, question: str) -> list[str]:
-    """The absent words that refuse ``a``'s question on their own: ``vetoing`` under the model that
-    decided, less those the sentence reader outweighed (``Answerability.outweighed``)."""
-    return [t for t in vetoing(a.absent_terms, a.script, question, tuple(a.weights)) if t not in a.outweighed]
-
-
-def is_name(term: str, question: str) -> bool:
-    """A name: capitalised where the question does not begin with it ("Contoso", "Toronto"); a
-    word said in other words may be read in the evidence, a thing the documents never name not."""
-    return term[:1].isupper() and not question.lstrip().startswith(term)
-
-
-def outweighed(veto: list[str], p: float) -> str:
-    """The trace's note when the sentence reader outweighed the absent-term rule."""
-    return (
-        f"absent-term rule outweighed: {', '.join(repr(t) for t in veto)} in no searched chunk, "
-        f"but the sentence reader finds an answer in the best chunk (P {p:.3f})"
-    )
 
 
 def missing(read: _Read, question: str) -> str:
