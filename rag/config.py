@@ -106,7 +106,7 @@ class Settings:
     )
     reader_precision: str = _f(
         "auto",
-        "The Chinese readers' arithmetic: auto (bfloat16 where the CPU multiplies it natively, else float32) "
+        "The readers' arithmetic: auto (bfloat16 where the CPU multiplies it natively, else float32) "
         "| float32 | bfloat16. Read when the readers load.",
     )
     fallback: str = _f("auto", "Weak-evidence policy: auto (rules or LLM) | retry_wider | clarify | reject.")
