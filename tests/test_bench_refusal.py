@@ -238,10 +238,10 @@ def test_ablate_option_refuses_test_sets_before_asking():
     from rag.bench.refusal import main
     from rag.errors import DatasetError
 
-    args = argparse.Namespace(sets=["scifact"], ablate=["all"], fallback="", folds="", limit=1, dump="")
+    args = argparse.Namespace(sets=["scifact"], ablate=["all"], fallback="", folds=frozenset(), limit=1, dump="")
     with pytest.raises(DatasetError, match="test sets"):
         main(args)
-    args = argparse.Namespace(sets=["scifact-train"], ablate=["nope"], fallback="", folds="", limit=1, dump="")
+    args = argparse.Namespace(sets=["scifact-train"], ablate=["nope"], fallback="", folds=frozenset(), limit=1, dump="")
     with pytest.raises(DatasetError, match="Unknown --ablate"):
         main(args)
 

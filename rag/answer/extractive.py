@@ -177,14 +177,11 @@ def score_for_part(
         index.ensure_vectors(range(1, len(index) + 1))
     everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
     read = _read(reader, part, index, everywhere) if reader is not None and (part.cjk or everywhere) else {}
+    w_untitled, w_headed = (W_SENTENCE_READER, W_SENTENCE_READER_HEADED) if part.cjk else (W_SENTENCE_READER_LATIN,) * 2
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n) if q_vec is not None else None
-        w_reader = (
-            (W_SENTENCE_READER_HEADED if chunk.topic.strip() else W_SENTENCE_READER)
-            if part.cjk
-            else W_SENTENCE_READER_LATIN
-        )
+        w_reader = w_headed if chunk.topic.strip() else w_untitled
         leads = (
             {} if part.yes_no or not rules.on("lead-ins") else lead_ins(chunk.segments)
         )  # a yes/no is answered in a sentence's own words

@@ -46,7 +46,7 @@ from rag.bench.own_words import for_set
 from rag.bench.refusal_rows import Row, SetResult, dump, print_result
 from rag.config import Settings
 from rag.errors import DatasetError
-from rag.eval.beir import beir_doc_name, iter_corpus, iter_queries, load_beir
+from rag.eval.beir import beir_doc_name, folds_arg, iter_corpus, iter_queries, load_beir
 from rag.eval.datasets import resolve_dataset
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.trace import FallbackAction
@@ -234,7 +234,8 @@ def add_refusal_parser(bsub) -> None:
     p.add_argument("--fallback", default="", help="fallback policy for this run (fitting uses 'reject': no retries)")
     p.add_argument(
         "--folds",
-        default="",
+        type=folds_arg,
+        default=frozenset(),
         help="only questions of these folds (stable hash of the id mod 5), e.g. 3,4: those the Chinese reader never saw",
     )
     p.add_argument(
@@ -261,10 +262,9 @@ def main(args) -> int:
     if args.fallback:
         settings = settings.replace(fallback=args.fallback)
     print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
-    folds = frozenset(int(f) for f in args.folds.split(",") if f.strip())
     results = []
     for name in args.sets:
-        result = run_set(SETS[name], settings, args.limit, folds=folds)
+        result = run_set(SETS[name], settings, args.limit, folds=args.folds)
         print_result(result)
         results.append(result)
     if args.dump:

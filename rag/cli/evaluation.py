@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rag.config import Settings
 from rag.errors import ConfigError
+from rag.eval.beir import folds_arg
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,10 @@ def add_parsers(sub) -> None:
     b.add_argument("--split", default="test")
     b.add_argument("--limit", type=int, default=0, help="only the first N corpus documents")
     b.add_argument(
-        "--folds", default="", help="only questions of these folds (metadata.fold: a SQuAD-shaped set's), e.g. 3,4"
+        "--folds",
+        type=folds_arg,
+        default=frozenset(),
+        help="only questions of these folds (metadata.fold: a SQuAD-shaped set's), e.g. 3,4",
     )
     b.add_argument("--out", help="gold-set path (default <home>/goldsets/<kb>/<dataset>-<split>.jsonl)")
     b.set_defaults(func=cmd_import_beir)
@@ -185,13 +189,8 @@ def cmd_import_beir(args) -> int:
     settings = Settings.from_env()
     data_dir = resolve_dataset(args.data_dir, settings)  # before creating the knowledge base
     kb = KnowledgeBase(args.kb, settings, create=True, creator=args.principal)
-    try:
-        folds = frozenset(int(f) for f in args.folds.split(",") if f.strip())
-    except ValueError:
-        print(f"error: --folds takes fold numbers separated by commas (e.g. 3,4), not {args.folds!r}", file=sys.stderr)
-        return 2
     result = import_beir(
-        kb, data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr), folds=folds
+        kb, data_dir, args.split, args.limit, lambda n, msg: print(f"  {msg}", file=sys.stderr), folds=args.folds
     )
     out = Path(args.out) if args.out else goldsets_dir(kb) / f"{result.gold.name}.jsonl"
     save_goldset(result.gold, out)

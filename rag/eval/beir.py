@@ -15,6 +15,7 @@ Gold labels are whole-document labels with the qrels score as grade.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import logging
@@ -118,6 +119,14 @@ def beir_document(doc_id: str, doc: BeirDoc) -> tuple[str, bytes]:
     title = " ".join(doc.title.split())
     body = f"# {title}\n\n{doc.text}" if title else doc.text
     return beir_doc_name(doc_id), body.encode("utf-8")
+
+
+def folds_arg(text: str) -> frozenset[int]:
+    """A ``--folds`` value ("3,4") as fold numbers; an argparse type, so a bad one is a clear usage error."""
+    try:
+        return frozenset(int(f) for f in text.split(",") if f.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"fold numbers separated by commas (e.g. 3,4), not {text!r}") from None
 
 
 def beir_to_goldset(data: BeirData, name: str | None = None) -> GoldSet:
