@@ -36,6 +36,9 @@ def test_contraction_tails_and_grammar_words_are_not_terms():
     terms = question_terms("I've been here six years, how much sabbatical leave am I entitled to?")
     assert set(terms.values()) == {"six", "sabbatical", "leave", "entitled"}  # no 've', 'here', 'am'
     assert "m" not in question_terms("I'm off sick, doesn't my manager need a note?").values()
+    # a negation whose stem changes leaves no stub ("ca", "wo") to be named as missing
+    assert set(question_terms("My laptop won't boot and I can't log in").values()) == {"laptop", "boot", "log"}
+    assert set(question_terms("Shan’t I get the deposit back?").values()) == {"deposit"}
 
 
 def test_everyday_words_never_veto_but_rare_ones_do():

@@ -48,6 +48,9 @@ _CJK_SCRIPTS = CJK_LETTERS
 _WORD = re.compile(rf"[{_CJK_SCRIPTS}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 # "I've", "I'm", "doesn't", "employee's": the tail is grammar, not a word to look for
 _CONTRACTION = re.compile(r"['’](?:ve|m|re|ll|d|s|t)$|n['’]t$", re.I)
+# negations whose stem changes: cutting "n't" would leave "ca", "wo", "sha", "ai" as terms
+_IRREGULAR_NEGATIONS = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
+_IRREGULAR_NEGATION = re.compile(r"^(ca|wo|sha|ai)n['’]t$", re.I)
 _LATIN_RUN = re.compile(rf"[^\W_{_CJK_SCRIPTS}]+")
 
 
@@ -87,7 +90,7 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
     categories, frames = "categories" not in off, "frames" not in off
     grammar, hedges = "grammar-words" not in off, HEDGES_ZH if "hedges" not in off else frozenset()
     out: dict[str, str] = {}
-    words = [_CONTRACTION.sub("", w) for w in _WORD.findall(question)]
+    words = [_CONTRACTION.sub("", _uncontracted(w)) for w in _WORD.findall(question)]
     for i, word in enumerate(words):
         if (
             word.lower() in QUESTION_WORDS_EN
@@ -113,6 +116,12 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
                 continue
             out.setdefault(term, term if _CJK_CHAR.search(term) else _latin_surface(term, word))
     return MappingProxyType(out)
+
+
+def _uncontracted(word: str) -> str:
+    """A negation whose stem is no word without its tail, as the word: "can't" -> "can", "won't" -> "will"."""
+    m = _IRREGULAR_NEGATION.match(word)
+    return _IRREGULAR_NEGATIONS[m.group(1).lower()] if m else word
 
 
 def _is_grammar(word: str) -> bool:
