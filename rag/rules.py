@@ -26,6 +26,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         # the question's terms (rag.text.terms) and how the evidence holds them
         "categories": "the answer category after which / what / 哪些 / 什么 is not a term",
         "frames": "a Chinese token glued to a pointer or a particle (几项, 哪所, 慧是) is not a term",
+        "grammar-cuts": "a made-up Chinese token on a common grammatical character (我能, 内要, 还会) is not a term",
         "hedges": "hedges (大约, 主要, 实际, 称之为) are not terms",
         "grammar-words": "the most common English words (Zipf >= 5.75: 'here', 'am') are not terms",
         "everyday-words": "an everyday word (Zipf >= 4.5: 'money') absent from the documents never refuses",

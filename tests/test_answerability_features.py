@@ -290,12 +290,22 @@ def test_a_latin_term_run_into_chinese_is_quoted_as_written():
         ("误食软枝黄蝉的话，有什么症状？", {"的话"}),
         ("王法慧是谁的女儿？", {"慧是"}),
         ("尤金袋鼠的体重大约是多少？", {"大约"}),
+        # a user's own words: cuts across grammar jieba makes up, or lists only as rare phrases
+        ("三天内要交吗，我能报销吗，还会扣钱吗？", {"内要", "我能", "还会"}),
+        ("一个月顶多能拿几块钱？", {"顶多能"}),
     ],
 )
 def test_question_frames_are_not_terms(question, not_terms):
     """Words that frame a Chinese question (who by, how many of, this, if) are not what the
     answer says, so their absence from the documents is no reason to refuse."""
     assert not (not_terms & set(question_terms(question)))
+
+
+def test_grammar_cuts_keep_the_words_a_user_asks_about():
+    """The rule drops a cut across grammar, never the colloquial words themselves (倒休, 扣钱 and
+    快递费 are as rare in jieba's dictionary as 顶多能)."""
+    assert {"报销", "扣钱"} <= set(question_terms("三天内要交吗，我能报销吗，还会扣钱吗？"))
+    assert {"倒休", "快递费"} <= set(question_terms("倒休和快递费怎么算？"))
 
 
 def test_a_latin_name_in_a_chinese_question_stays_a_term():

@@ -7,6 +7,11 @@ its subject, by two rules over jieba's tokens (no list of single questions):
    interrogative or a demonstrative, or ends in the copula or a particle, is a cut across the
    frame: "慧是" of "王法慧是谁", "此鱼" of "此鱼分布在哪里". A dictionary word is kept
    whatever its first character: 几何, 该死, 那曲.
+
+``is_grammar_cut`` widens rule 2 to the grammar a user's own words are full of: a made-up token
+(or a rare dictionary phrase) that starts or ends on one of the most common single-character words (``COMMON_CHAR_FREQ``) is a
+cut across grammar, "我能" of "我能报销吗", "内要" of "三天内要交", "还会" of "还会扣钱吗": the
+documents never write it, so it would count as a missing term (and be named as one).
 """
 
 from __future__ import annotations
@@ -19,6 +24,15 @@ from rag.text.figures import ZH_MEASURE
 
 POINTERS = frozenset("哪几此该这那每")  # interrogatives and demonstratives
 PARTICLES = frozenset("是的了吗呢吧啊")  # the copula and sentence particles
+# jieba's dictionary frequency at and above which a single character is one of its ~90 most common
+# words; those of them that are grammar by jieba's part-of-speech tags (pronouns 我, adverbs 还,
+# prepositions 在, conjunctions, locatives 前, particles, verbs 要 能 会) glue to a word in a made-up
+# token that is no word to look for. Adjectives, numerals and nouns (大 高 年 人) begin names.
+COMMON_CHAR_FREQ = 50_000
+_GRAMMAR_TAGS = ("c", "d", "f", "p", "r", "u", "v", "zg")  # jieba tag prefixes
+# a dictionary entry this rare is the long tail of phrases jieba's dictionary lists at frequency 3
+# (顶多能, 多长时间 beside 倒休, 扣钱): no evidence on its own that the cut is a word
+PHRASE_FREQ = 3
 
 
 @lru_cache(maxsize=4096)
@@ -35,3 +49,26 @@ def is_frame_token(token: str) -> bool:
     if len(token) == 2 and token[0] in POINTERS and token[1] in ZH_MEASURE:
         return True
     return not known_word(token) and (token[0] in POINTERS or token[-1] in PARTICLES)
+
+
+@lru_cache(maxsize=4096)
+def is_grammar_cut(token: str) -> bool:
+    """A CJK token jieba's dictionary does not know (or lists only as a rare phrase,
+    ``PHRASE_FREQ``) that starts or ends on one of the most common single-character words
+    (``COMMON_CHAR_FREQ``): "我能", "内要", "顶多能", not "报销" or "倒休"."""
+    jieba.dt.check_initialized()
+    freq = jieba.dt.FREQ
+    if len(token) < 2 or freq.get(token, 0) > PHRASE_FREQ:
+        return False
+    return _grammar_char(token[0]) or _grammar_char(token[-1])
+
+
+@lru_cache(maxsize=512)
+def _grammar_char(char: str) -> bool:
+    """One of the most common single-character words, and grammar by its part-of-speech tag."""
+    import jieba.posseg
+
+    jieba.dt.check_initialized()
+    if jieba.dt.FREQ.get(char, 0) < COMMON_CHAR_FREQ:
+        return False
+    return jieba.posseg.dt.word_tag_tab.get(char, "").startswith(_GRAMMAR_TAGS)

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from rag import rules
 from rag.store.tokenize import tokenize
 from rag.text import figures
-from rag.text.frames import is_frame_token
+from rag.text.frames import is_frame_token, is_grammar_cut
 from rag.text.frequency import is_grammar
 from rag.text.script import CJK_LETTERS, HAN_RE
 
@@ -87,7 +87,7 @@ def question_terms(question: str, off: frozenset[str] | None = None) -> Mapping[
 @lru_cache(maxsize=512)
 def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
     """``question_terms`` with the rules ``off`` turned off (``rag.rules``: an ablation)."""
-    categories, frames = "categories" not in off, "frames" not in off
+    categories, frames, cuts = "categories" not in off, "frames" not in off, "grammar-cuts" not in off
     grammar, hedges = "grammar-words" not in off, HEDGES_ZH if "hedges" not in off else frozenset()
     out: dict[str, str] = {}
     words = [_CONTRACTION.sub("", _uncontracted(w)) for w in _WORD.findall(question)]
@@ -110,6 +110,7 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
                 or (
                     frames and _CJK_CHAR.match(term) and is_frame_token(term)
                 )  # "几项", "哪所", "慧是": rag.text.frames
+                or (cuts and _CJK_CHAR.match(term) and is_grammar_cut(term))  # "我能", "内要"
             ):
                 continue
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently
