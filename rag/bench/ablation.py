@@ -44,13 +44,8 @@ from rag.retrieval.answerability.model import FEATURES
 from rag.rules import RULES, parse
 from rag.text.terms import question_terms
 
-TERM_RULES = (
-    "categories",
-    "frames",
-    "grammar-cuts",
-    "hedges",
-    "grammar-words",
-)  # rules of rag.text.terms.question_terms
+# rules of rag.text.terms.question_terms
+TERM_RULES = ("categories", "frames", "grammar-cuts", "hedges", "grammar-words")
 RULE = "absent-term-rule"
 ABLATIONS = (*FEATURES, RULE)
 FOLDS = 5

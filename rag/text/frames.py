@@ -9,9 +9,10 @@ its subject, by two rules over jieba's tokens (no list of single questions):
    whatever its first character: 几何, 该死, 那曲.
 
 ``is_grammar_cut`` widens rule 2 to the grammar a user's own words are full of: a made-up token
-(or a rare dictionary phrase) that starts or ends on one of the most common single-character words (``COMMON_CHAR_FREQ``) is a
-cut across grammar, "我能" of "我能报销吗", "内要" of "三天内要交", "还会" of "还会扣钱吗": the
-documents never write it, so it would count as a missing term (and be named as one).
+(or a rare dictionary phrase) that starts or ends on one of the most common single-character
+words tagged as grammar is a cut across grammar, "我能" of "我能报销吗", "内要" of "三天内要交",
+"还会" of "还会扣钱吗": the documents never write it, so it would count as a missing term (and be
+named as one).
 """
 
 from __future__ import annotations
