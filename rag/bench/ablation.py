@@ -39,7 +39,6 @@ from rag.bench.fit_answerability import MAX_FALSE_REFUSALS, auc, fit_rows, matri
 from rag.bench.refusal import SETS
 from rag.bench.refusal_rows import Row, load_dump
 from rag.errors import DatasetError
-from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES
 from rag.rules import RULES, parse
 from rag.text.terms import question_terms
@@ -92,13 +91,12 @@ def out_of_fold(x: np.ndarray, y: np.ndarray, qids: Sequence[str]) -> np.ndarray
 
 
 def measure(rows: Sequence[Row], model: str, removed: str = "") -> Ablation:
-    script = model.split("/")[0]
     gone = set(removed.split("+")) if removed else set()
     names = tuple(n for n in FEATURES if n not in gone and all(n in r.features for r in rows))
     x, y = matrix(list(rows), names)
     p = out_of_fold(x, y, [f"{r.set}:{r.qid}" for r in rows])
     if RULE not in gone:  # the absent-term rule refuses whatever the probability
-        vetoed = np.array([bool(vetoing(r.absent_terms, script, r.question, names)) for r in rows])
+        vetoed = np.array([bool(r.vetoed(names)) for r in rows])
         p = np.where(vetoed, 0.0, p)
     _, right, false = operating_point(p, y)
     return Ablation(model, removed, len(rows) // 2, round(auc(p, y), 4), round(right, 3), round(false, 3))

@@ -28,7 +28,6 @@ import numpy as np
 from rag.bench.answer_reader import READER_FOLDS
 from rag.bench.refusal import SETS
 from rag.bench.refusal_rows import Row, SetResult, load_dump, print_result
-from rag.retrieval.answerability import vetoing
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 
 # the training sets each script's model may be fit on, those its dumps hold (the shipped ones: the
@@ -108,7 +107,7 @@ def fit_script(rows: list[Row], script: str, drops: Sequence[str] = ()) -> dict:
     x, y = matrix(rows, names)
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
     # the absent-term rule refuses whatever the probability: the operating point counts it
-    vetoed = np.array([bool(vetoing(r.absent_terms, script, r.question, names)) for r in rows])
+    vetoed = np.array([bool(r.vetoed(names)) for r in rows])
     p = np.where(vetoed, 0.0, model.predict_proba(x)[:, 1])
     t, right, false = operating_point(p, y, sets=np.array([r.set for r in rows]))
     bias = float(model.intercept_[0]) - math.log(t / (1 - t)) if 0 < t < 1 else float(model.intercept_[0])
@@ -181,7 +180,7 @@ def rescored(rows: list[Row], threshold: float = 0.5) -> list[SetResult]:
     for r in rows:
         model = model_for(r.script, features=r.features)
         p = model.probability(r.features) if not model.is_rule and r.features else r.probability
-        refused = p is None or p < threshold or bool(vetoing(r.absent_terms, r.script, r.question, model.features))
+        refused = p is None or p < threshold or bool(r.vetoed(model.features))
         out.setdefault(r.set, SetResult(r.set)).rows.append(replace(r, refused=refused, probability=p))
     return list(out.values())
 
@@ -204,7 +203,7 @@ def transfer(rows: list[Row], held: str) -> list[SetResult]:
             continue
         for r in part:
             p = model.probability(r.features)
-            refused = p < 0.5 or bool(vetoing(r.absent_terms, r.script, r.question, model.features))
+            refused = p < 0.5 or bool(r.vetoed(model.features))
             result.rows.append(replace(r, refused=refused, probability=p))
     return [result]
 

@@ -5,12 +5,13 @@ printed, and the dump ``rag.bench.fit_answerability`` fits on."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rag.bench.answer_reader import fold_of
 from rag.eval.metrics import latency_summary
+from rag.retrieval.answerability import vetoing
 
 Out = Callable[[str], None]
 UNANSWERABLE = "unanswerable"  # removed or impossible
@@ -35,6 +36,10 @@ class Row:
     # a reference answer is in a passage the removed condition searches (None: the set has no answers)
     answer_left: bool | None = None
     fold: int | None = None  # the question's fold when not ``fold_of(qid)`` (SQuAD-shaped sets: its article's)
+
+    def vetoed(self, weighed: Sequence[str]) -> list[str]:
+        """The absent words that refused it on their own under a model weighing ``weighed`` (``vetoing``)."""
+        return vetoing(self.absent_terms, self.script, self.question, weighed)
 
     @property
     def answerable(self) -> bool:

@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from rag.retrieval.answerability import is_chinese, vetoing
+from rag.retrieval.answerability import is_chinese, refusing
 from rag.retrieval.rewrite import LLM_ERRORS, ask_json
 from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision
 from rag.store.tokenize import tokenize
@@ -92,8 +92,8 @@ def decider(ev: Evidence) -> tuple[Decider, list[str]]:
         return (Decider.RERANK_THRESHOLD if ev.calibrated else Decider.UNCALIBRATED), []
     if a.threshold <= 0:  # the stage never refuses (uncalibrated scores under the rule, or turned off)
         return Decider.UNCALIBRATED, []
-    veto = vetoing(a.absent_terms, a.script, ev.question, tuple(a.weights))
-    if veto and not a.answerable:
+    veto = refusing(a, ev.question)
+    if veto:
         return Decider.ABSENT_TERMS, veto
     return (Decider.ANSWERABILITY if a.weights else Decider.TOP_SCORE_RULE), []
 

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings
-from rag.retrieval.answerability import vetoing
+from rag.retrieval.answerability import refusing
 from rag.retrieval.pipeline import rerank_pool, retrieve
 from rag.retrieval.trace import Decider, Dropped, FallbackAction, Trace
 from rag.source import ProbedSource
@@ -196,11 +196,7 @@ def _absent(trace: Trace) -> list[str]:
     fb, a = trace.fallback, trace.answerability
     if fb is not None and fb.decided_by is not None:
         return list(fb.vetoed_terms) if fb.decided_by is Decider.ABSENT_TERMS else []
-    return (
-        vetoing(a.absent_terms, a.script, trace.question, tuple(a.weights))
-        if a is not None and not a.answerable
-        else []
-    )
+    return refusing(a, trace.question) if a is not None else []
 
 
 def _coverage(trace: Trace) -> Change:

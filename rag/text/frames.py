@@ -69,7 +69,6 @@ def _grammar_char(char: str) -> bool:
     """One of the most common single-character words, and grammar by its part-of-speech tag."""
     import jieba.posseg
 
-    jieba.dt.check_initialized()
     if jieba.dt.FREQ.get(char, 0) < COMMON_CHAR_FREQ:
         return False
     return jieba.posseg.dt.word_tag_tab.get(char, "").startswith(_GRAMMAR_TAGS)

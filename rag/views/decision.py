@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.answer import Answer, Outcome
-from rag.retrieval.answerability import is_chinese, vetoing
+from rag.retrieval.answerability import is_chinese, refusing
 from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision, Trace
 
 
@@ -226,7 +226,7 @@ def _decider(question: str, fb: FallbackDecision, a: Answerability | None) -> tu
         return Decider.RERANK_THRESHOLD, []
     if a.threshold <= 0:
         return Decider.UNCALIBRATED, []
-    veto = vetoing(a.absent_terms, a.script, question, tuple(a.weights)) if not a.answerable else []
+    veto = refusing(a, question)
     if veto:
         return Decider.ABSENT_TERMS, veto
     return (Decider.ANSWERABILITY if a.weights else Decider.TOP_SCORE_RULE), []

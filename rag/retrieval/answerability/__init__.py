@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from rag import rules
 from rag.readers.reader import READER_SCRIPTS
 from rag.records import TermStats
-from rag.retrieval.answerability.messages import UNCALIBRATED, absent_words, missing, reader_off, reason, vetoing
+from rag.retrieval.answerability.messages import (
+    UNCALIBRATED,
+    absent_words,
+    missing,
+    reader_off,
+    reason,
+    refusing,
+    vetoing,
+)
 from rag.retrieval.answerability.model import FEATURES, AnswerabilityModel, model_for
 from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader_features import Locator, read_sentences, read_window, shipped_readers
@@ -45,6 +53,7 @@ __all__ = [  # the stage's interface; the rest is imported from its module
     "assess",
     "features",
     "is_chinese",
+    "refusing",
     "script_of",
     "vetoing",
 ]

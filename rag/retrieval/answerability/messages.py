@@ -18,6 +18,7 @@ from rag.text.script import CJK_LETTER_RE, HAN, is_chinese
 
 if TYPE_CHECKING:
     from rag.retrieval.answerability import _Read
+    from rag.retrieval.trace import Answerability
 
 VETO_SCRIPTS = {"latin"}  # where a word in no searched chunk refuses outright (see ``vetoing``)
 _HOW_WORD = re.compile(r"\bhow\s+([A-Za-z]+)", re.I)
@@ -63,6 +64,12 @@ def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
     op = ">=" if prob >= thr else "<"
     out = f"P(answerable) {prob:.3f} {op} {thr:.3f}"
     return out + (f"; absent-term rule: {', '.join(repr(t) for t in veto)} in no searched chunk" if veto else "")
+
+
+def refusing(a: Answerability, question: str) -> list[str]:
+    """The absent words that refused ``a``'s question on their own (``vetoing`` under the model
+    that decided); none when it was answered."""
+    return [] if a.answerable else vetoing(a.absent_terms, a.script, question, tuple(a.weights))
 
 
 def missing(read: _Read, question: str) -> str:
