@@ -97,3 +97,35 @@ def test_the_english_rewrites_are_one_a_squad_question_and_read_as_questions():
     rows = [json.loads(line) for line in SQUAD2_EN.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == len({r["qid"] for r in rows}) == len(for_set("squad2-en")) >= 250
     assert all(set(r) == {"qid", "own_words"} and not r["qid"].startswith("TRIAL_") for r in rows)
+
+
+def test_the_cjk_reranker_fits_on_the_readers_folds_in_own_words_and_judges_on_the_others(tmp_path):
+    """``fit_cjk_reranker``'s sources: CMRC as written (every fold), the fit folds' rewrites (both
+    rounds) and the everyday Chinese documents' answerable fit-fold questions; held out, the other
+    folds' first-round rewrites and everyday questions, and no question of them among the fit ones."""
+    from rag.bench.fit_cjk_reranker import sources
+    from rag.eval.beir import load_beir
+
+    first = rewrites()
+    picked = [next(q for q in first if fold_of(q) in READER_FOLDS), next(q for q in first if fold_of(q) == 4)]
+    queries = [{"_id": q, "text": f"问题{i}？"} for i, q in enumerate(picked)]
+    write_beir(
+        tmp_path / "cmrc2018-trial" / "beir",
+        {"P1": ("题目", "一段文字。")},
+        queries,
+        [(q, "P1") for q in picked],
+        "train",
+    )
+    fit = {s.name: s for s in sources(tmp_path, tmp_path / "derived")}
+    held = {s.name: s for s in sources(tmp_path, tmp_path / "derived", held=True)}
+
+    assert set(fit["cmrc"].questions) == set(picked)
+    own = fit["cmrc-own"].questions
+    assert {q.split("~")[0] for q in own} == {picked[0]} and own[f"{picked[0]}~1"] == first[picked[0]]
+    assert held["cmrc-own folds 3-4"].questions == {f"{picked[1]}~1": first[picked[1]]}
+    everyday, everyday_held = fit["policies-zh"], held["policies-zh folds 3-4"]
+    assert everyday.questions and everyday_held.questions
+    assert not set(everyday.questions) & set(everyday_held.questions)
+    meta = load_beir(everyday.data_dir, "train", load_corpus=False).query_meta
+    assert all(meta[q]["fold"] in READER_FOLDS and not meta[q]["impossible"] for q in everyday.questions)
+    assert all(meta[q]["fold"] not in READER_FOLDS and not meta[q]["impossible"] for q in everyday_held.questions)
