@@ -1,5 +1,4 @@
-"""Fit the CJK route's reranker (multilingual e5 + BM25 + the multilingual dense rank) on training
-questions of more than one kind.
+"""Fit the CJK route's reranker (multilingual e5 + BM25) on training questions of more than one kind.
 
     python -m rag.bench.fit_cjk_reranker [--bench-data ../shared/bench] [--cache pools.pkl] [--write]
 
@@ -10,17 +9,17 @@ reranker's and the answerability stage and thresholds apply to Chinese questions
 relevant when its document is the question's own paragraph or section.
 
 The pools are the pipeline's (``rag.retrieval.pipeline.dense_plan`` and ``Recall``), over three
-training sources (``SOURCES``), each a question kind a user asks:
+training sources (:func:`sources`), each a kind of question a user asks:
 - ``cmrc``: CMRC 2018 trial as written (every fold), questions that repeat their passage's words;
 - ``cmrc-own``: the same questions rewritten in a user's own words (``rag.bench.own_words``, both
   rounds), folds 0-2;
 - ``policies-zh``: the everyday Chinese documents' answerable questions (``data/train``), asked in
   a user's own words, folds 0-2.
-Fit on CMRC as written alone, BM25 carries the model (BM25 order alone reaches nDCG@10 0.986
-there), and a question asked in other words than its answer is ordered below same-topic passages
-that share its words. A feature set is chosen by the mean over the sources of 5-fold
+Fit on CMRC as written alone, whose questions repeat their passage's words, BM25 carries the
+model, and a question asked in other words than its answer is ordered below same-topic passages
+that share its words (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). A feature set is chosen by the mean over the sources of 5-fold
 cross-validated nDCG@10 (folds by question, each source weighed alike), and the fit is then judged
-on what it never saw: folds 3-4 of ``cmrc-own`` and ``policies-zh`` (``HELD``). Every feature is
+on what it never saw: folds 3-4 of ``cmrc-own`` and ``policies-zh`` (``sources(held=True)``). Every feature is
 relative to the question's pool, a rank or a cosine, so the probability does not shrink with the
 corpus. Training sets only: RGB-zh and the demo's gold sets are never read here.
 """

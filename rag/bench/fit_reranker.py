@@ -81,9 +81,9 @@ class Pool:
         )
 
 
-def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0, dense: bool = True) -> list[Pool]:
-    """The reranker's pool per judged query, as the pipeline builds it; ``dense=False``: the CJK
-    route's (BM25 recall only, the top ``recall_k / 2``, no embedder cosine)."""
+def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0) -> list[Pool]:
+    """The reranker's pool per judged query, as the pipeline builds it (the CJK route's pools:
+    ``rag.bench.fit_cjk_reranker``)."""
     data = load_beir(data_dir, split, load_corpus=False)
     to_id = {beir_doc_name(d): d for d, _ in iter_corpus(data_dir)}
     ctx = context(kb, settings)
@@ -91,11 +91,11 @@ def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0, d
     for qid in list(data.qrels)[: limit or None]:
         question = data.queries[qid]
         plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), None, False)
-        attempt = Recall(kb, ctx.vectors, plan.queries, None, settings.rrf_k, {}, dense=dense).run(settings.recall_k)
-        cands = attempt.fused[: rerank_pool(settings.recall_k, sparse_only=not dense)]
+        attempt = Recall(kb, ctx.vectors, plan.queries, None, settings.rrf_k, {}).run(settings.recall_k)
+        cands = attempt.fused[: rerank_pool(settings.recall_k, sparse_only=False)]
         if not cands:
             continue
-        cos = query_cosines(ctx.vectors, question, cands) if dense else np.zeros(len(cands))
+        cos = query_cosines(ctx.vectors, question, cands)
         docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
         pools.append(Pool(qid, cands, np.asarray(cos, dtype=np.float64), docs, data.qrels[qid]))
     return pools
