@@ -8,7 +8,7 @@ orders the top of that pool, so the score is a probability of relevance like the
 reranker's and the answerability stage and thresholds apply to Chinese questions too. A chunk is
 relevant when its document is the question's own paragraph or section.
 
-The pools are the pipeline's (``rag.retrieval.pipeline.dense_plan`` and ``Recall``), over three
+The pools are the pipeline's (``rag.bench.fit_reranker.pipeline_pool``), over three
 training sources (:func:`sources`), each a kind of question a user asks:
 - ``cmrc``: CMRC 2018 trial as written (every fold), questions that repeat their passage's words;
 - ``cmrc-own``: the same questions rewritten in a user's own words (``rag.bench.own_words``, both
@@ -27,7 +27,6 @@ corpus. Training sets only: RGB-zh and the demo's gold sets are never read here.
 from __future__ import annotations
 
 import argparse
-import pickle
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,15 +38,13 @@ import numpy as np
 from rag.bench import own_words, squad
 from rag.bench.answer_reader import READER_FOLDS, fold_of
 from rag.bench.beir import bench_home, default_kb_name, ingest_beir
-from rag.bench.fit_reranker import Pool, fit_logreg, ndcg10
+from rag.bench.fit_reranker import Pool, cached_pools, fit_logreg, ndcg10, pipeline_pool
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
-from rag.retrieval.pipeline import acronyms_for, context, dense_plan, rerank_pool
-from rag.retrieval.recall import Recall
+from rag.retrieval.pipeline import context, rerank_pool
 from rag.retrieval.rerankers import e5_encoder
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
 from rag.retrieval.rerankers.e5 import E5_MODEL
-from rag.retrieval.rewrite import rewrite
 
 FEATURE_SETS = [
     ("e5_z", "rr_e5", "bm25_rel", "rr_sparse"),
@@ -121,14 +118,11 @@ def collect(source: Source, settings: Settings, progress: Callable[[str], None] 
     ctx, encoder = context(kb, home), e5_encoder(home)
     pools = []
     for i, (qid, question) in enumerate(source.questions.items(), 1):
-        plan = rewrite(question, home.rewrite, lambda: acronyms_for(kb), None, False)
-        dense = dense_plan(kb, question, home)
+        cands, dense = pipeline_pool(kb, ctx, question, home)
         if not dense.cjk_route:  # mostly Latin ("MIT OpenCourseWare指什么？"): the default reranker's
             continue
         if dense.multilingual is None:
             raise SystemExit(f"{source.name}: no multilingual vectors to recall {question!r} by: {dense.note}")
-        recall = Recall(kb, ctx.vectors, plan.queries, None, home.rrf_k, {}, False, dense.multilingual)
-        cands = recall.run(home.recall_k).fused[: rerank_pool(home.recall_k, sparse_only=True)]
         if cands:
             docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
             pool = Pool(qid, cands, np.zeros(len(cands)), docs, source.qrels[qid])
@@ -168,13 +162,9 @@ def _baselines(pools: list[Pool]) -> dict[str, float]:
 
 
 def _pools(src: Source, settings: Settings, cache: Path | None) -> list[Pool]:
+    """``src``'s pools, pickled beside ``cache`` (one file per source) when given."""
     path = cache.with_name(f"{cache.stem}-{src.name.replace(' ', '_')}{cache.suffix}") if cache else None
-    if path is not None and path.exists():
-        return pickle.loads(path.read_bytes())
-    pools = collect(src, settings)
-    if path is not None:
-        path.write_bytes(pickle.dumps(pools))
-    return pools
+    return cached_pools(path, lambda: collect(src, settings))
 
 
 def main(argv: list[str] | None = None) -> int:

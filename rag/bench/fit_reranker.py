@@ -14,9 +14,11 @@ threshold that best separates "the answer is in the pool" from "the qrels' docum
 from __future__ import annotations
 
 import argparse
+import pickle
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
 from rag.eval.datasets import dataset_name, resolve_dataset
 from rag.eval.metrics import mean, ndcg_at_k
 from rag.retrieval.fusion import Fused
-from rag.retrieval.pipeline import RERANK_POOL_FACTOR, acronyms_for, context, rerank_pool
+from rag.retrieval.pipeline import RERANK_POOL_FACTOR, DensePlan, acronyms_for, context, dense_plan, rerank_pool
 from rag.retrieval.recall import Recall
 from rag.retrieval.rerankers.base import query_cosines
 from rag.retrieval.rerankers.calibration import (
@@ -81,18 +83,25 @@ class Pool:
         )
 
 
+def pipeline_pool(kb, ctx, question: str, settings: Settings) -> tuple[list[Fused], DensePlan]:
+    """The candidates the pipeline's reranker scores for ``question`` (``retrieve``'s first
+    attempt: rewrite, the dense retrievers ``dense_plan`` gives it, BM25, RRF, ``rerank_pool``),
+    and that plan (``cjk_route``: the CJK reranker's pool)."""
+    plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), None, False)
+    dense = dense_plan(kb, question, settings)
+    recall = Recall(kb, ctx.vectors, plan.queries, None, settings.rrf_k, {}, dense.embedder, dense.multilingual)
+    return recall.run(settings.recall_k).fused[: rerank_pool(settings.recall_k, dense.cjk_route)], dense
+
+
 def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0) -> list[Pool]:
-    """The reranker's pool per judged query, as the pipeline builds it (the CJK route's pools:
-    ``rag.bench.fit_cjk_reranker``)."""
+    """The reranker's pool per judged query, as the pipeline builds it."""
     data = load_beir(data_dir, split, load_corpus=False)
     to_id = {beir_doc_name(d): d for d, _ in iter_corpus(data_dir)}
     ctx = context(kb, settings)
     pools = []
     for qid in list(data.qrels)[: limit or None]:
         question = data.queries[qid]
-        plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), None, False)
-        attempt = Recall(kb, ctx.vectors, plan.queries, None, settings.rrf_k, {}).run(settings.recall_k)
-        cands = attempt.fused[: rerank_pool(settings.recall_k, sparse_only=False)]
+        cands, _ = pipeline_pool(kb, ctx, question, settings)
         if not cands:
             continue
         cos = query_cosines(ctx.vectors, question, cands)
@@ -225,10 +234,8 @@ def measure(
     return *fits[chosen], table
 
 
-def _cached_pools(path: str | None, make) -> list[Pool]:
-    import pickle
-    from pathlib import Path
-
+def cached_pools(path: str | Path | None, make) -> list[Pool]:
+    """The pools pickled at ``path`` when it exists, else ``make()``'s, pickled there."""
     if path and Path(path).exists():
         return pickle.loads(Path(path).read_bytes())  # noqa: S301 - a file this command wrote
     pools = make()
@@ -294,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         kb = ingest_beir(args.data_dir, settings, args.kb or default_kb_name(args.data_dir), print)
         return collect(kb, args.data_dir, args.split, settings, args.limit)
 
-    pools = _cached_pools(args.cache, fresh)
+    pools = cached_pools(args.cache, fresh)
     print(f"{len(pools)} {args.split} queries, pools of <= {settings.recall_k * RERANK_POOL_FACTOR} chunks")
     sets, file = FEATURE_SETS, CALIBRATION_FILE
     if args.backend == "e5":
