@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from conftest import write_beir
 
@@ -129,3 +130,60 @@ def test_the_cjk_reranker_fits_on_the_readers_folds_in_own_words_and_judges_on_t
     meta = load_beir(everyday.data_dir, "train", load_corpus=False).query_meta
     assert all(meta[q]["fold"] in READER_FOLDS and not meta[q]["impossible"] for q in everyday.questions)
     assert all(meta[q]["fold"] not in READER_FOLDS and not meta[q]["impossible"] for q in everyday_held.questions)
+
+
+def _decision_rows(qset: str, writer: str, folds: range, n: int, informative: str, seed: int) -> list:
+    """``n`` questions of ``qset`` per fold (as is and removed), on which only the ``informative``
+    feature tells the two apart; ``writer`` is the id's letter after the language."""
+    from rag.bench.refusal_rows import Row
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for fold in folds:
+        for i in range(n):
+            for cond, good in (("as_is", True), ("removed", False)):
+                feats = {f: float(rng.uniform()) for f in ("p_top", "cover_sentence")}
+                feats[informative] = float(rng.uniform(0.45, 1.0) if good else rng.uniform(0.0, 0.55))
+                qid = f"zh{writer}-{fold}-{i}"
+                out.append(Row(qset, qid, cond, "问", False, "answer", 0.5, "cjk", feats, [], 1.0, fold=fold))
+    return out
+
+
+def test_the_decision_weighs_everyday_questions_but_chooses_its_operating_point_on_questions_as_written():
+    """``fit_answerability``: an everyday set asked in a user's own words (here only ``p_top``
+    separates its questions) shapes the weights as much as a larger set asked as written (where
+    only ``cover_sentence`` does), its folds 3-4 stay out of the fit, and the threshold keeps at
+    most 8% of the as-written set's answerable questions refused, whatever it costs the other."""
+    from rag.bench.fit_answerability import MAX_FALSE_REFUSALS, fit
+    from rag.retrieval.answerability.model import AnswerabilityModel
+
+    cmrc = _decision_rows("cmrc-trial", "", range(5), 80, "cover_sentence", 0)
+    everyday = _decision_rows("policies-zh", "F", range(5), 10, "p_top", 1)
+    m = fit(cmrc + everyday)["cjk"]
+    weights = dict(zip(m["features"], m["weights"], strict=True))
+    assert weights["p_top"] > 1.0 and weights["cover_sentence"] > 1.0
+    assert m["provenance"]["questions"] == 400 + 30  # folds 0-2 of the everyday set only
+    assert "chosen on cmrc-trial:" in m["provenance"]["operating_point"]
+    model = AnswerabilityModel("cjk", tuple(m["features"]), tuple(m["weights"]), m["bias"])
+    refused = [model.probability(r.features) < 0.5 for r in cmrc if r.answerable]
+    assert np.mean(refused) <= MAX_FALSE_REFUSALS
+    # fit on the as-written set alone, the everyday set's feature would carry no weight
+    alone = fit(cmrc)["cjk"]
+    assert dict(zip(alone["features"], alone["weights"], strict=True))["p_top"] < 0.5
+
+
+def test_the_reader_model_reads_only_everyday_documents_the_sentence_reader_never_saw():
+    """The shipped sentence reader read folds 0-2 of the first round's everyday documents: a
+    decision weighing the readers is fit on the second round's folds 0-2 (and CMRC's folds 3-4)."""
+    from dataclasses import replace
+
+    from rag.bench.fit_answerability import fit_rows
+
+    rows = [
+        replace(r, features=r.features | {"reader": 0.5, "reader_sentence": 0.5})
+        for r in _decision_rows("policies-zh", "A", range(5), 1, "p_top", 2)
+        + _decision_rows("policies-zh", "F", range(5), 1, "p_top", 3)
+        + _decision_rows("cmrc-trial", "", range(5), 1, "p_top", 4)
+    ]
+    kept = {(r.set, r.qid[2:3], r.fold_key) for r in fit_rows(rows)["cjk/reader"]}
+    assert kept == {("policies-zh", "F", f) for f in READER_FOLDS} | {("cmrc-trial", "-", f) for f in (3, 4)}
