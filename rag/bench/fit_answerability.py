@@ -153,7 +153,8 @@ def fit_script(rows: list[Row], script: str, drops: Sequence[str] = ()) -> dict:
         "provenance": {
             "data": sets,
             "questions": len(set(groups)),
-            "label": "1 = the question's own relevant passages searchable (as is); 0 = filtered out (removed)",
+            "label": "1 = the question's own relevant passages searchable (as is); 0 = filtered out (removed), "
+            "or a near miss no passage answers",
             "absent_term_rule": f"refuses {vetoed[y == 1].mean():.3f} of answerable, {vetoed[y == 0].mean():.3f} "
             "of unanswerable training questions on its own",
             "weighting": "each set weighs as much as the largest",
