@@ -187,3 +187,20 @@ def test_the_reader_model_reads_only_everyday_documents_the_sentence_reader_neve
     ]
     kept = {(r.set, r.qid[2:3], r.fold_key) for r in fit_rows(rows)["cjk/reader"]}
     assert kept == {("policies-zh", "F", f) for f in READER_FOLDS} | {("cmrc-trial", "-", f) for f in (3, 4)}
+
+
+def test_the_sentence_readers_everyday_step_reads_the_first_round_as_it_did(tmp_path):
+    """``fit_cjk_sentence_reader --first-round``: of the everyday sets, the documents written
+    before the shipped sentence reader was trained (the ones ``fit_answerability`` keeps out of
+    ``cjk/reader``'s fit): 903 windows, what its everyday step read (models/MANIFEST.json)."""
+    from rag.bench import squad
+    from rag.bench.reader_pairs import squad_split
+
+    every, _ = squad_split(["policies-zh", "policies-en"], tmp_path, 0)
+    first, held = squad_split(["policies-zh", "policies-en"], tmp_path, 0, first_round=True)
+    assert {q.qid[:3] for q in first} == {"zhA", "zhB", "zhC", "enD", "enE"}
+    assert {q.qid[:3] for q in every} > {q.qid[:3] for q in first}
+    assert all(q.fold in READER_FOLDS for q in first) and not any(q.fold in READER_FOLDS for q in held)
+    answerable = sum(not q.impossible for q in first)  # its own section and the section gutted
+    assert 2 * answerable + (len(first) - answerable) == 903
+    assert squad.first_round("cmrc-trial", "anything") and not squad.first_round("policies-zh", "zhF-1-1-1")

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS
 from rag.bench.refusal import SETS
 from rag.bench.refusal_rows import Row, SetResult, load_dump, print_result
@@ -55,10 +56,6 @@ READER_TRAINED_ON = ("cmrc-trial", "cmrc-trial-hard", "policies-zh", "policies-e
 # their answer, no threshold refuses at most MAX_FALSE_REFUSALS of their answerable questions
 # without answering most of their near misses (docs/BENCHMARKS.md, "Tried and not kept").
 OWN_WORDS_SETS = ("policies-zh", "policies-en")
-# the writers (the letter after the language in a question id) whose everyday documents the
-# shipped sentence reader read in folds READER_FOLDS: the first round's; the second round's
-# documents were written after it was trained (data/train/README.md)
-READER_READ_WRITERS = {"policies-zh": "ABC", "policies-en": "DE"}
 MAX_FALSE_REFUSALS = 0.08  # answerable questions refused on train, at most (goals: <= 0.10-0.12 on test)
 
 
@@ -173,10 +170,9 @@ def fit_script(rows: list[Row], script: str, drops: Sequence[str] = ()) -> dict:
 
 def reader_read(r: Row) -> bool:
     """Whether a shipped reader was fine-tuned on ``r``'s question: folds ``READER_FOLDS`` of a
-    ``READER_TRAINED_ON`` set (of an everyday set, the ``READER_READ_WRITERS`` documents only)."""
-    if r.set not in READER_TRAINED_ON or r.fold_key not in READER_FOLDS:
-        return False
-    return r.set not in READER_READ_WRITERS or r.qid[2:3] in READER_READ_WRITERS[r.set]
+    ``READER_TRAINED_ON`` set (of an everyday set, its first round's documents only: the sentence
+    reader read those, models/MANIFEST.json)."""
+    return r.set in READER_TRAINED_ON and r.fold_key in READER_FOLDS and squad.first_round(r.set, r.qid)
 
 
 def fit_rows(rows: list[Row], also: str = "") -> dict[str, list[Row]]:

@@ -299,6 +299,11 @@ def _parser() -> argparse.ArgumentParser:
         help=f"also fit on these SQuAD-shaped sets (comma-separated, of {', '.join(squad.SOURCES)}; articles by fold)",
     )
     ap.add_argument("--squad-questions", type=int, default=0, help="fit questions per SQuAD-shaped set (0: all)")
+    ap.add_argument(
+        "--first-round",
+        action="store_true",
+        help="of the everyday sets, the first round's documents only (those the shipped weights read)",
+    )
     ap.add_argument("--bench-data", type=Path, default=Path("../shared/bench"), help="the benchmark data folder")
     ap.add_argument("--write", action="store_true", help=f"write {SENTENCE_READER_FILE.name}")
     return ap
@@ -321,7 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     held = [e for e in items if fold_of(e.qid) not in READER_FOLDS]
     held_own = own_worded(held)
     sources = [s for s in args.squad.split(",") if s]
-    s_fit, s_held = squad_split(sources, args.bench_data, args.squad_questions) if sources else ([], [])
+    s_fit, s_held = (
+        squad_split(sources, args.bench_data, args.squad_questions, first_round=args.first_round)
+        if sources
+        else ([], [])
+    )
     s_fit, s_held = squad_examples(tok, s_fit), squad_examples(tok, s_held)
     fit += s_fit
     print(

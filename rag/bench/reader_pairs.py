@@ -154,13 +154,14 @@ def crossed(questions: list[SquadQuestion], twins: dict[str, str]) -> list[Pair]
     return [replace(p, question=twins[p.qid]) for p in squad_pairs([q for q in questions if q.qid in twins])]
 
 
-def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13):
+def squad_split(sources: list[str], data: Path, per_source: int, seed: int = 13, first_round: bool = False):
     """(fit questions, held-out questions) of the SQuAD-shaped ``sources``: the fit ones from the
     articles of ``READER_FOLDS`` (at most ``per_source`` per source, drawn at random; 0: all),
-    the held-out ones from the other articles (at most ``per_source // 2``)."""
+    the held-out ones from the other articles (at most ``per_source // 2``); ``first_round``: of
+    a set written in rounds, the first round's documents only (``squad.first_round``)."""
     fit, held = [], []
     for source in sources:
-        qs = squad.load(source, data)
+        qs = [q for q in squad.load(source, data) if not first_round or squad.first_round(source, q.qid)]
         rng = random.Random(f"{seed}:{source}")
         train = [q for q in qs if q.fold in READER_FOLDS]
         other = [q for q in qs if q.fold not in READER_FOLDS]
