@@ -13,7 +13,9 @@ RECALL_QUESTION = "How do employees renew a parking permit?"
 BICYCLE_NAME = "bicycles.md"
 BICYCLE_TEXT = "# Bicycles\n\nBicycle racks are in the basement. Staff who cycle need no permit for a bicycle.\n"
 TERM_QUESTION = ANSWERABLE.replace("employees", "astronauts")  # no document mentions astronauts
-ZH_QUESTION = "出差住宿费每晚上限是多少？"  # its evidence floor drops a weak kept candidate
+ZH_QUESTION = "出差住宿费每晚上限是多少？"  # its evidence floor drops a weak kept candidate (the car notice)
+ZH_NOTICE_NAME = "car_zh.md"
+ZH_NOTICE = "# 出差用车规定\n\n出差期间需要用车的，应提前一天在OA系统提交用车申请，由行政部统一安排车辆。\n"
 NOTES_NAME = "notes.txt"
 NOTES_V1 = "Office notes. The staff canteen opens at 8 am and closes at 3 pm on weekdays.\n"
 NOTES_V2 = "Office notes. The staff canteen now opens at 9 am and closes at 4 pm on weekdays.\n"
@@ -34,6 +36,7 @@ def corpus() -> list[tuple[str, bytes, tuple[str, ...]]]:
     for name in ("employee_handbook.md", "expense_policy_zh.md"):
         files.append((name, (DEMO / name).read_bytes(), ("demo",)))
     files.append((NOTES_NAME, NOTES_V1.encode(), ("facilities",)))
+    files.append((ZH_NOTICE_NAME, ZH_NOTICE.encode(), ("facilities",)))
     return files
 
 

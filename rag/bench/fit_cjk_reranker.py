@@ -17,7 +17,11 @@ training sources (:func:`sources`), each a kind of question a user asks:
   a user's own words, folds 0-2.
 Fit on CMRC as written alone, whose questions repeat their passage's words, BM25 carries the
 model, and a question asked in other words than its answer is ordered below same-topic passages
-that share its words (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). A feature set is chosen by the mean over the sources of 5-fold
+that share its words (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). Besides e5's cosine to the
+whole chunk, the features read its cosine to the chunk's best sentence (``e5_sent``, each sentence
+under the chunk's headings: ``rerankers.e5.sentence_cosines``): a question in other words than
+its passage is closer to the sentence that answers it than to the chunk around it.
+A feature set is chosen by the mean over the sources of 5-fold
 cross-validated nDCG@10 (folds by question, each source weighed alike), and the fit is then judged
 on what it never saw: folds 3-4 of ``cmrc-own`` and ``policies-zh`` (``sources(held=True)``). Every feature is
 relative to the question's pool, a rank or a cosine, so the probability does not shrink with the
@@ -44,7 +48,7 @@ from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
 from rag.retrieval.pipeline import context, rerank_pool
 from rag.retrieval.rerankers import e5_encoder
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
-from rag.retrieval.rerankers.e5 import E5_MODEL
+from rag.retrieval.rerankers.e5 import E5_MODEL, sentence_cosines
 
 FEATURE_SETS = [
     ("e5_z", "rr_e5", "bm25_rel", "rr_sparse"),
@@ -53,6 +57,12 @@ FEATURE_SETS = [
     ("e5_cos", "e5_z", "rr_e5", "rr_dense", "bm25_rel"),
     ("e5_cos", "e5_z", "rr_e5", "rr_dense"),
     ("e5_cos", "e5_gap", "e5_z", "rr_e5", "rr_dense", "bm25_rel", "rr_sparse"),
+    # and each candidate's best sentence (``e5.sentence_cosines``)
+    ("e5_cos", "e5_z", "rr_e5", "bm25_rel", "rr_sparse", "e5_sent"),
+    ("e5_cos", "e5_z", "rr_e5", "bm25_rel", "rr_sparse", "e5_sent", "e5_sent_z"),
+    ("e5_cos", "e5_z", "rr_e5", "bm25_rel", "rr_sparse", "e5_sent", "rr_e5_sent"),
+    ("e5_cos", "e5_z", "rr_e5", "bm25_rel", "rr_sparse", "e5_sent", "e5_sent_z", "rr_e5_sent"),
+    ("e5_sent", "e5_sent_z", "rr_e5_sent", "bm25_rel", "rr_sparse"),
 ]
 # Every feature is relative to the question's own pool, a rank or a cosine: none grows with the
 # corpus. An absolute BM25 score (``log_bm25``, tried until 2026-12-01) does, since idf is small in
@@ -127,6 +137,7 @@ def collect(source: Source, settings: Settings, progress: Callable[[str], None] 
             docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
             pool = Pool(qid, cands, np.zeros(len(cands)), docs, source.qrels[qid])
             pool.extra = {"e5": encoder.cosines(question, [c.chunk.index_text for c in cands])}
+            pool.extra["e5_sent"] = sentence_cosines(encoder, question, cands)
             pools.append(pool)
         if i % 200 == 0:
             progress(f"  {source.name}: {i}/{len(source.questions)} questions")
@@ -162,9 +173,15 @@ def _baselines(pools: list[Pool]) -> dict[str, float]:
 
 
 def _pools(src: Source, settings: Settings, cache: Path | None) -> list[Pool]:
-    """``src``'s pools, pickled beside ``cache`` (one file per source) when given."""
+    """``src``'s pools, pickled beside ``cache`` (one file per source) when given; pools pickled
+    before the sentence features existed get their sentences' cosines added."""
     path = cache.with_name(f"{cache.stem}-{src.name.replace(' ', '_')}{cache.suffix}") if cache else None
-    return cached_pools(path, lambda: collect(src, settings))
+    pools = cached_pools(path, lambda: collect(src, settings))
+    encoder = e5_encoder(settings.replace(home=bench_home(settings)))
+    for p in pools:
+        if "e5_sent" not in p.extra:
+            p.extra["e5_sent"] = sentence_cosines(encoder, src.questions[p.qid], p.cands)
+    return pools
 
 
 def main(argv: list[str] | None = None) -> int:

