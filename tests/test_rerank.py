@@ -220,7 +220,7 @@ def test_the_cjk_reranker_reads_each_candidates_best_sentence_under_its_headings
     cands = rrf_fuse([RankedList(0, Source.SPARSE, [Hit(other, 2.0), Hit(taxi, 1.0)])])
     reranker = cjk_reranker(Settings(home=tmp_path), vectors(), "CJK route")
     question = "出差打车的钱能报吗？"
-    best = sentence_cosines(reranker.encoder, question, cands)
+    best = sentence_cosines(reranker.encoder, reranker.encoder.query(question), cands)
     by_sentence = reranker.encoder.cosines(question, said)
     assert best[[c.chunk_id for c in cands].index("t")] == pytest.approx(by_sentence.max())
     assert {"e5_sent", "e5_sent_z", "rr_e5_sent"} <= set(reranker.cal.features)

@@ -48,7 +48,7 @@ from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
 from rag.retrieval.pipeline import context, rerank_pool
 from rag.retrieval.rerankers import e5_encoder
 from rag.retrieval.rerankers.calibration import E5_CJK_CALIBRATION_FILE, Calibration, save_calibration
-from rag.retrieval.rerankers.e5 import E5_MODEL, sentence_cosines
+from rag.retrieval.rerankers.e5 import E5_MODEL, e5_signals, sentence_cosines
 
 FEATURE_SETS = [
     ("e5_z", "rr_e5", "bm25_rel", "rr_sparse"),
@@ -136,8 +136,7 @@ def collect(source: Source, settings: Settings, progress: Callable[[str], None] 
         if cands:
             docs = [to_id.get(c.chunk.doc_name, "") for c in cands]
             pool = Pool(qid, cands, np.zeros(len(cands)), docs, source.qrels[qid])
-            pool.extra = {"e5": encoder.cosines(question, [c.chunk.index_text for c in cands])}
-            pool.extra["e5_sent"] = sentence_cosines(encoder, question, cands)
+            pool.extra = e5_signals(encoder, question, cands)
             pools.append(pool)
         if i % 200 == 0:
             progress(f"  {source.name}: {i}/{len(source.questions)} questions")
@@ -180,7 +179,7 @@ def _pools(src: Source, settings: Settings, cache: Path | None) -> list[Pool]:
     encoder = e5_encoder(settings.replace(home=bench_home(settings)))
     for p in pools:
         if "e5_sent" not in p.extra:
-            p.extra["e5_sent"] = sentence_cosines(encoder, src.questions[p.qid], p.cands)
+            p.extra["e5_sent"] = sentence_cosines(encoder, encoder.query(src.questions[p.qid]), p.cands)
     return pools
 
 

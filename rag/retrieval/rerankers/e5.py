@@ -110,10 +110,19 @@ class E5Reranker(CalibratedReranker):
         self.encoder = encoder
 
     def _extra(self, query: str, candidates: Sequence[Fused]) -> dict[str, np.ndarray]:
-        extra = {"e5": self.encoder.cosines(query, [c.chunk.index_text for c in candidates])}
-        if SENTENCE_FEATURES & set(self.cal.features):
-            extra["e5_sent"] = sentence_cosines(self.encoder, query, candidates)
-        return extra
+        return e5_signals(self.encoder, query, candidates, sentences=bool(SENTENCE_FEATURES & set(self.cal.features)))
+
+
+def e5_signals(
+    encoder: E5Encoder, query: str, candidates: Sequence[Fused], sentences: bool = True
+) -> dict[str, np.ndarray]:
+    """e5's cosines of ``query`` (embedded once) to each candidate chunk (``e5``) and, with
+    ``sentences``, to each candidate's best sentence (``e5_sent``)."""
+    q = encoder.query(query)
+    out = {"e5": encoder.passages([c.chunk.index_text for c in candidates]) @ q}
+    if sentences:
+        out["e5_sent"] = sentence_cosines(encoder, q, candidates)
+    return out
 
 
 def sentence_texts(chunk: ChunkRecord) -> list[str]:
@@ -125,13 +134,13 @@ def sentence_texts(chunk: ChunkRecord) -> list[str]:
     return [f"{header}\n\n{s}" if header else s for s in said]
 
 
-def sentence_cosines(encoder: E5Encoder, query: str, candidates: Sequence[Fused]) -> np.ndarray:
-    """Each candidate's best sentence's e5 cosine to ``query`` (``e5_sent``): a question asked in
+def sentence_cosines(encoder: E5Encoder, query: np.ndarray, candidates: Sequence[Fused]) -> np.ndarray:
+    """Each candidate's best sentence's e5 cosine to the question's vector ``query``: a question asked in
     other words than its passage is closer to the one sentence that answers it than to the chunk
     around it (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). Sentences are cached like chunks."""
     texts = [sentence_texts(c.chunk) for c in candidates]
     if not texts:
         return np.zeros(0)
-    cos = encoder.cosines(query, [t for ts in texts for t in ts])
+    cos = encoder.passages([t for ts in texts for t in ts]) @ query
     ends = np.cumsum([len(ts) for ts in texts])
     return np.array([cos[end - len(ts) : end].max() for ts, end in zip(texts, ends, strict=True)], dtype=np.float64)
