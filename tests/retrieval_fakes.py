@@ -152,6 +152,9 @@ class FakeKB:
         pos = {r.id: i for i, r in enumerate(self.records)}
         return {i: self.vectors[pos[i]] for i in ids if i in pos}
 
+    def get_sentence_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
+        return {}  # no multilingual vectors stored
+
     def neighbours(self, chunk_id: str, before: int = 1, after: int = 1) -> list[ChunkRecord]:
         rec = self.by_id[chunk_id]
         same = [r for r in self.records if r.doc_id == rec.doc_id and r.revision == rec.revision]

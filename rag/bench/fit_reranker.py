@@ -90,7 +90,7 @@ def pipeline_pool(kb, ctx, question: str, settings: Settings) -> tuple[list[Fuse
     plan = rewrite(question, settings.rewrite, lambda: acronyms_for(kb), None, False)
     dense = dense_plan(kb, question, settings)
     recall = Recall(kb, ctx.vectors, plan.queries, None, settings.rrf_k, {}, dense.embedder, dense.multilingual)
-    return recall.run(settings.recall_k).fused[: rerank_pool(settings.recall_k, dense.cjk_route)], dense
+    return recall.run(settings.recall_k).fused[: rerank_pool(settings.recall_k)], dense
 
 
 def collect(kb, data_dir: str, split: str, settings: Settings, limit: int = 0) -> list[Pool]:

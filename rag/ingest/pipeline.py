@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rag.embedder import passage_key, sentence_texts
 from rag.errors import LimitExceeded, RagError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.parsers import current_parser, parse_file
@@ -184,14 +185,15 @@ def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
     little, and the biggest buffers are allocated first and then reused (the order one big
     sentence-transformers ``encode`` call uses; shortest first measured slower), while
     progress still moves step by step. The chunks the multilingual embedder is for
-    (``kb.wants_multilingual``) are embedded by it as well, into the second collection.
+    (``kb.wants_multilingual``) are embedded by it as well, into the second collection, and so are
+    their sentences, into the third (``embed_sentences``).
     The store is written after the encoders are done: Chroma's indexing work after an add would
     otherwise compete with the encoder for the CPU (the vectors of even a large batch are a
     few MB)."""
     chunks = sorted((c for p in preps for c in p.chunks), key=lambda c: -len(c.index_text))
     extra = [c for c in chunks if kb.wants_multilingual(c)]
     owner = {c.id: p.item.name for p in preps for c in p.chunks}
-    total = max(len(chunks) + len(extra), 1)
+    total = max(len(chunks) + 2 * len(extra), 1)  # the multilingual passes: chunks, then their sentences
     matrix = _embed(
         kb.embedder,
         chunks,
@@ -204,11 +206,44 @@ def embed_and_write(kb, preps: list[_Prepared], progress: Progress) -> None:
         ml_matrix = _embed(
             ml, extra, ml.batch_size, lambda part, done: _report(progress, owner, part, (len(chunks) + done) / total)
         )
+        sent_keys, sent_matrix = embed_sentences(
+            ml,
+            extra,
+            lambda part, done: _report(progress, owner, part, (len(chunks) + len(extra) + done) / total),
+        )
     for i in range(0, len(chunks), WRITE_BATCH):
         kb.vectors.add(chunks[i : i + WRITE_BATCH], matrix[i : i + WRITE_BATCH])
         _report(progress, owner, chunks[i : i + WRITE_BATCH], min(i + WRITE_BATCH, len(chunks)) / len(chunks), "write")
     for i in range(0, len(extra), WRITE_BATCH):
         kb.vectors.add_multilingual(extra[i : i + WRITE_BATCH], ml_matrix[i : i + WRITE_BATCH])
+    if extra:
+        write_sentences(kb.vectors, extra, sent_keys, sent_matrix)
+
+
+def embed_sentences(ml, chunks: list[ChunkRecord], report: Callable) -> tuple[list[list[str]], np.ndarray]:
+    """The multilingual embedder's vectors of each chunk's sentences (``embedder.sentence_texts``),
+    a step of chunks at a time, reporting each: each chunk's sentence keys, and one row per
+    sentence, in order."""
+    step = max(ml.batch_size * 8, 256)
+    keys, vecs = [], []
+    for i in range(0, len(chunks), step):
+        part = chunks[i : i + step]
+        texts = [sentence_texts(c) for c in part]
+        keys += [[passage_key(t) for t in ts] for ts in texts]
+        vecs.append(ml.embed_texts([t for ts in texts for t in ts], batch_size=ml.batch_size))
+        report(part, min(i + step, len(chunks)))
+    return keys, (np.concatenate(vecs) if vecs else np.zeros((0, ml.dim), np.float32))
+
+
+def write_sentences(vectors, chunks: list[ChunkRecord], keys: list[list[str]], matrix: np.ndarray) -> None:
+    """Write ``embed_sentences``'s vectors, whole chunks at a time, at most about ``WRITE_BATCH``
+    sentences an add."""
+    start = at = n = 0
+    for end, chunk_keys in enumerate(keys, 1):
+        n += len(chunk_keys)
+        if end == len(keys) or n + len(keys[end]) > WRITE_BATCH:
+            vectors.add_sentences(chunks[start:end], keys[start:end], matrix[at : at + n])
+            start, at, n = end, at + n, 0
 
 
 def _embed(embedder, chunks: list[ChunkRecord], batch_size: int, report: Callable) -> np.ndarray:

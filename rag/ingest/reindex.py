@@ -4,6 +4,7 @@ multilingual embedder gets its vectors."""
 from __future__ import annotations
 
 from rag.config import MULTILINGUAL_EMBEDDER
+from rag.ingest.pipeline import embed_sentences, write_sentences
 from rag.store import audit
 from rag.store.access import LOCAL_OWNER, Action, Principal, require
 from rag.store.chroma import chroma_client
@@ -15,8 +16,8 @@ def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) ->
 
     The embedder's collection is rebuilt when ``full``, or (``None``) when the index records
     another model than the configured one. The multilingual collection gets a vector for each
-    chunk that calls for one and lacks it (all of them again when its vectors come from another
-    model). Texts, documents and their revisions are untouched. Editors only; audited (it
+    chunk that calls for one and lacks it, and the sentence collection its sentences' vectors (all
+    of them again when the vectors come from another model). Texts, documents and their revisions are untouched. Editors only; audited (it
     changes the knowledge base's embedding model, its one stored setting)."""
     require(kb.catalog, kb.name, principal, Action.REINDEX)
     with kb.write_lock():
@@ -52,12 +53,17 @@ def _rebuild_main(kb, chunks) -> None:
 def _fill_multilingual(kb, chunks) -> None:
     if kb.vectors.multilingual_model() != MULTILINGUAL_EMBEDDER:
         kb.vectors.reset_multilingual()
-    have = kb.vectors.multilingual_ids()
-    todo = [c for c in chunks if kb.wants_multilingual(c) and c.id not in have]
-    if not todo:
+    wanted = [c for c in chunks if kb.wants_multilingual(c)]
+    have, have_sentences = kb.vectors.multilingual_ids(), kb.vectors.sentence_chunk_ids()
+    todo = [c for c in wanted if c.id not in have]
+    todo_sentences = [c for c in wanted if c.id not in have_sentences]  # a knowledge base stored before sentences were
+    if not todo and not todo_sentences:
         return
     ml = kb.multilingual_embedder
     step = max(ml.batch_size * 8, 256)
     for i in range(0, len(todo), step):
         part = todo[i : i + step]
         kb.vectors.add_multilingual(part, ml.embed_texts([c.index_text for c in part], ml.batch_size))
+    for i in range(0, len(todo_sentences), step):
+        part = todo_sentences[i : i + step]
+        write_sentences(kb.vectors, part, *embed_sentences(ml, part, lambda *_: None))

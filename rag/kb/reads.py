@@ -111,6 +111,10 @@ class KnowledgeBaseReads:
         embedder's): the ones the vector store holds."""
         return self.vectors.get_embeddings(ids, multilingual=multilingual)
 
+    def get_sentence_embeddings(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """The multilingual vectors of the sentences of chunks ``ids`` the vector store holds, by key."""
+        return self.vectors.sentence_embeddings(ids)
+
     def neighbours(self, chunk_id: str, before: int = 1, after: int = 1) -> list[ChunkRecord]:
         with self.catalog.snapshot():
             return self._neighbours(chunk_id, before, after)

