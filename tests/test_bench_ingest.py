@@ -25,3 +25,17 @@ def test_bench_ingest_runs_on_a_beir_corpus_and_times_the_same_texts(tmp_path):
     assert figures["ratio_to_raw"] > 0
     assert figures["raw_before_chunks_per_s"] > 0 and figures["raw_after_chunks_per_s"] > 0
     assert figures["llamaindex_same_chunks_s"] > 0
+
+
+@pytest.mark.slow  # loads the bundled embedder and multilingual e5
+def test_bench_ingest_times_the_multilingual_embedder_on_chinese_chunks_and_their_sentences(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    docs = [
+        {"_id": "1", "title": "Sleep", "text": "Short sleep is linked to weight gain in children."},
+        {"_id": "2", "title": "差旅", "text": "员工出差可以报销出租车费。每天上限为二百元。"},
+    ]
+    corpus.write_text("\n".join(json.dumps(d, ensure_ascii=False) for d in docs), encoding="utf-8")
+    figures = run(corpus)
+    assert figures["chunks"] == 2 and figures["multilingual_chunks"] == 1
+    assert figures["multilingual_sentences"] >= 2  # both sentences of the Chinese chunk, each embedded at ingest
+    assert figures["ratio_to_raw"] > 0

@@ -8,7 +8,8 @@ Timings over the same texts, in one process and run:
    small CPU's speed drifts by several per cent over minutes (turbo, neighbours), and timings
    taken on both sides of the ingest cancel a steady drift instead of charging it to either.
    The chunks the multilingual embedder is for (CJK ones by default) are timed through it too,
-   and its time counts in the raw encoders' total;
+   with each of their sentences (``embedder.sentence_texts``), and its time counts in the raw
+   encoders' total;
 4. a plain LlamaIndex ``VectorStoreIndex`` build into Chroma, over the same documents with
    LlamaIndex's default splitter, and over exactly the chunk texts of step 2 (like for like).
 """
@@ -70,7 +71,8 @@ def _measure(items: list[UploadItem], home: Path) -> dict[str, float]:
     sample = [it.data.decode("utf-8", errors="replace")[: settings.chunk_size] for it in items[:128]]
     embedder.embed_texts(sample or ["warm up"], batch_size=settings.embed_batch_size)
     kb = KnowledgeBase("bench", settings, embedder)
-    texts, ml_texts = planned_texts(kb, items)
+    texts, ml_chunks, ml_sentences = planned_texts(kb, items)
+    ml_texts = ml_chunks + ml_sentences
     ml = kb.multilingual_embedder if ml_texts else None
     if ml is not None:
         ml.embed_texts(ml_texts[:32])  # warm, like the embedder above
@@ -96,9 +98,10 @@ def _measure(items: list[UploadItem], home: Path) -> dict[str, float]:
         "ingest_s": t_ingest,
         "docs_per_s": n_docs / t_ingest,
         "chunks_per_s": len(texts) / t_ingest,
-        "multilingual_chunks": len(ml_texts),
+        "multilingual_chunks": len(ml_chunks),
+        "multilingual_sentences": len(ml_sentences),
         "raw_encoder_chunks_per_s": len(texts) / t_raw,
-        "raw_multilingual_chunks_per_s": len(ml_texts) / t_ml if t_ml else 0.0,
+        "raw_multilingual_chunks_per_s": len(ml_chunks) / t_ml if t_ml else 0.0,
         "raw_before_chunks_per_s": len(texts) / t_raw_before,
         "raw_after_chunks_per_s": len(texts) / t_raw_after,
         "ratio_to_raw": t_raw / t_ingest,
@@ -110,14 +113,17 @@ def _measure(items: list[UploadItem], home: Path) -> dict[str, float]:
     }
 
 
-def planned_texts(kb, items: list[UploadItem]) -> tuple[list[str], list[str]]:
-    """The texts ``kb.ingest(items)`` will embed, all and those for the multilingual embedder: each
-    file parsed and chunked, nothing written."""
+def planned_texts(kb, items: list[UploadItem]) -> tuple[list[str], list[str], list[str]]:
+    """The texts ``kb.ingest(items)`` will embed: every chunk's, those of the chunks the
+    multilingual embedder is for, and those chunks' sentences; each file parsed and chunked,
+    nothing written."""
+    from rag.embedder import sentence_texts
     from rag.ingest.pipeline import IngestResult, prepare
 
     preps = [prepare(kb, it, lambda *_: None) for it in items]
     chunks = [c for p in preps if not isinstance(p, IngestResult) for c in p.chunks]
-    return [c.index_text for c in chunks], [c.index_text for c in chunks if kb.wants_multilingual(c)]
+    ml = [c for c in chunks if kb.wants_multilingual(c)]
+    return [c.index_text for c in chunks], [c.index_text for c in ml], [t for c in ml for t in sentence_texts(c)]
 
 
 def _time_encoder(embedder, texts: list[str], batch_size: int) -> float:
