@@ -17,8 +17,9 @@ def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) ->
     The embedder's collection is rebuilt when ``full``, or (``None``) when the index records
     another model than the configured one. The multilingual collection gets a vector for each
     chunk that calls for one and lacks it, and the sentence collection its sentences' vectors (all
-    of them again when the vectors come from another model). Texts, documents and their revisions are untouched. Editors only; audited (it
-    changes the knowledge base's embedding model, its one stored setting)."""
+    of them again when the vectors come from another model). Texts, documents and their revisions
+    are untouched. Editors only; audited (it changes the knowledge base's embedding model, its one
+    stored setting)."""
     require(kb.catalog, kb.name, principal, Action.REINDEX)
     with kb.write_lock():
         with kb.catalog.snapshot():
