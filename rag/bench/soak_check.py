@@ -79,6 +79,7 @@ def check_documents(kb, believed: dict[str, str], deleted: set[str]) -> DocCheck
     live = {r["id"] for r in kb.catalog.active_chunk_rows(kb.name)}
     check.leftovers += [f"bm25 {cid}" for cid in sorted(bm25 - live)[:20]]
     check.leftovers += [f"multilingual {cid}" for cid in sorted(multilingual - live)[:20]]
+    check.leftovers += [f"sentences of {cid}" for cid in sorted(kb.vectors.sentence_chunk_ids() - live)[:20]]
     return check
 
 
