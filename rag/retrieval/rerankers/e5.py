@@ -139,11 +139,12 @@ def e5_signals(
 
 
 def sentence_cosines(encoder: E5Encoder, query: np.ndarray, candidates: Sequence[Fused]) -> np.ndarray:
-    """Each candidate's best sentence's e5 cosine to the question's vector ``query``: a question asked in
-        other words than its passage is closer to the one sentence that answers it than to the chunk
-        around it (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). Sentences are cached like chunks, and
-    a knowledge base stores the vectors of its chunks' sentences at ingest (``embedder.sentence_texts``),
-    which the pipeline hands the encoder before it scores (``pipeline.share_multilingual_vectors``)."""
+    """Each candidate's best sentence's e5 cosine to the question's vector ``query``: a question asked
+    in other words than its passage is closer to the one sentence that answers it than to the chunk
+    around it (docs/BENCHMARKS.md, "Chinese (CJK) reranker"). A knowledge base stores its chunks'
+    sentences' vectors at ingest (``embedder.sentence_texts``), and the pipeline gives them to the
+    encoder before it scores (``pipeline.share_multilingual_vectors``); others are embedded here and
+    cached like chunks."""
     texts = [sentence_texts(c.chunk) for c in candidates]
     if not texts:
         return np.zeros(0)
