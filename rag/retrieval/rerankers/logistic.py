@@ -86,6 +86,7 @@ EXTRA_FEATURES: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]] = {
     "e5_sent_z": lambda x: _zscore(x["e5_sent"], np.ones(len(x["e5_sent"]), dtype=bool)),
     "rr_e5_sent": lambda x: _reciprocal_rank(x["e5_sent"]),
 }
+CHUNK_FEATURES = frozenset({"e5_cos", "e5_gap", "rr_e5", "e5_z"})  # read e5's cosines to whole chunks
 SENTENCE_FEATURES = frozenset({"e5_sent", "e5_sent_z", "rr_e5_sent"})  # read e5's sentence cosines
 
 
