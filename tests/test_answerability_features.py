@@ -401,7 +401,19 @@ def test_what_was_missing_is_said_in_the_question_s_language():
     assert missing(read(absent=["polyester", "ester"]), "Is polyester an ester?") == both
     assert missing(read(kind_missing=1.0, kind=AnswerKind.DATE), zh) == "问题问的是日期，但最相关的段落里没有日期。"
     assert missing(read(unheld=["停车"]), zh) == "最相关的段落没有提到“停车”。"
-    assert missing(read(unheld=["停车", "夜间", "费用"]), zh) == "没有哪个段落同时提到“停车”、“夜间”和“费用”。"
+    assert missing(read(unheld=["停车", "夜间", "发票"]), zh) == "没有哪个段落同时提到“停车”、“夜间”和“发票”。"
+    # an everyday word (费用, "cost") is no more named there than among the absent ones
+    assert missing(read(unheld=["停车", "夜间", "费用"]), zh) == "没有哪个段落同时提到“停车”和“夜间”。"
+    # grammar is never named, in either list: 以后 and 之内 (locatives), 自己 (a pronoun); what is
+    # left is named as the question writes it: jieba's 六百 and 百块 are the user's 六百块
+    deadline = "费用产生以后要在几天之内提交报销？"
+    assert missing(read(unheld=["以后", "之内"]), deadline) == ""
+    assert missing(read(absent=["以后", "年假"]), deadline + "年假呢？") == "文档中没有提到“年假”。"
+    buy = "自己买一件六百块的办公用品之前要做什么？"
+    assert missing(read(unheld=["自己", "六百", "百块"]), buy) == "最相关的段落没有提到“六百块”。"
+    assert (
+        missing(read(unheld=["体检", "自己"]), "自己体检要先做什么？") == "最相关的段落没有提到“体检”。"
+    )  # a verb is named
     assert (
         missing(read(absent=["sabbatical"]), "How long is the sabbatical?")
         == "The documents don't mention 'sabbatical'."

@@ -26,6 +26,9 @@ _VETO_WORD = re.compile(rf"[A-Za-z][a-z]{{3,}}|[{HAN}]{{2,}}")
 UNCALIBRATED = "none: the reranker's scores are not calibrated probabilities, so no threshold applies"
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
+# jieba's tags of words that are grammar, not a subject: conjunctions, adverbs, locatives (以后 之内),
+# prepositions, pronouns (自己 每月), particles. Verbs (体检 is tagged one) and numerals are named.
+NAMELESS_TAGS = ("c", "d", "f", "p", "r", "u")
 _KIND_WORDS_ZH = {AnswerKind.DATE: "日期", AnswerKind.NUMBER: "数字", AnswerKind.PERSON: "人名"}
 
 
@@ -58,6 +61,49 @@ def is_frame(term: str, shaping: set[str]) -> bool:
     return low in ENGLISH_STOP_WORDS or low in shaping or everyday
 
 
+def nameable(terms: Sequence[str], question: str) -> list[str]:
+    """The ``terms`` a refusal may name, as the question writes them: no frame word (``is_frame``)
+    and no Chinese grammar word (``_grammar_word``: 以后, 之内, 自己), and the Chinese words jieba
+    cut from one stretch of the question named as that stretch (``_whole_cuts``: 假发 and 假发票
+    as 假发票, 六百 and 百块 as 六百块). Naming only: the decision weighs every term."""
+    shaping = {w.lower() for w in _HOW_WORD.findall(question)}
+    kept = [t for t in terms if not is_frame(t, shaping) and not _grammar_word(t)]  # not "often", "money"
+    return _whole_cuts(kept, question)
+
+
+def _grammar_word(term: str) -> bool:
+    """A Chinese word jieba's dictionary tags as grammar (``NAMELESS_TAGS``): the documents not
+    writing 以后 or 之内 says nothing a user can act on."""
+    if not CJK_LETTER_RE.search(term):
+        return False
+    import jieba.posseg
+
+    jieba.dt.check_initialized()
+    return jieba.posseg.dt.word_tag_tab.get(term, "").startswith(NAMELESS_TAGS)
+
+
+def _whole_cuts(terms: Sequence[str], question: str) -> list[str]:
+    """``terms`` with the Chinese ones that overlap in ``question`` merged into the stretch they
+    cover, each once, in the question's order. jieba's search mode cuts a long word both whole and
+    in pieces (假发票: 假发, 发票) and a made-up one in overlapping pieces (六百块: 六百, 百块); a
+    refusal names the words the user wrote. English terms are whole words: "car" is no cut of
+    "scar", and they are kept as they are."""
+    spans = sorted((i, i + len(t)) for t in terms if CJK_LETTER_RE.search(t) and (i := question.find(t)) >= 0)
+    merged: list[list[int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    out: list[str] = []
+    for t in terms:
+        i = question.find(t) if CJK_LETTER_RE.search(t) else -1
+        word = next((question[s:e] for s, e in merged if s <= i < e), t)
+        if word not in out:
+            out.append(word)
+    return out
+
+
 def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
     if not any_evidence:
         return "no evidence recalled"
@@ -75,11 +121,8 @@ def refusing(a: Answerability, question: str) -> list[str]:
 def missing(read: _Read, question: str) -> str:
     """What the evidence lacks, in words a user can act on ('' when nothing specific), in Chinese
     for a Chinese question (``is_chinese``)."""
-    shaping = {w.lower() for w in _HOW_WORD.findall(question)}
-    named = [t for t in read.absent if not is_frame(t, shaping)]  # not "often", "long", "money"
-    # a Chinese word inside another named one is jieba's second cut of the same characters (假发 in
-    # 假发票): the longer says it. English terms are whole words: "car" is no cut of "scar".
-    named = [t for t in named if not (CJK_LETTER_RE.search(t) and any(t != u and t in u for u in named))]
+    named = nameable(read.absent, question)
+    unheld = nameable(read.unheld, question)
     readings = [read.x[f] for f in read.readers]
     zh = is_chinese(question)
     if named:
@@ -90,17 +133,13 @@ def missing(read: _Read, question: str) -> str:
         if zh:
             return f"问题问的是{_KIND_WORDS_ZH[read.kind]}，但最相关的段落里没有{_KIND_WORDS_ZH[read.kind]}。"
         return f"The closest passage gives no {_KIND_WORDS[read.kind][2:]} where the question asks for {_KIND_WORDS[read.kind]}."
-    if len(read.unheld) == 1:  # in the documents, but not where the rest of the question is
-        return (
-            f"最相关的段落没有提到“{read.unheld[0]}”。"
-            if zh
-            else f"The closest passage doesn't mention '{read.unheld[0]}'."
-        )
-    if read.unheld:
+    if len(unheld) == 1:  # in the documents, but not where the rest of the question is
+        return f"最相关的段落没有提到“{unheld[0]}”。" if zh else f"The closest passage doesn't mention '{unheld[0]}'."
+    if unheld:
         if zh:
-            quoted = [f"“{t}”" for t in read.unheld[:3]]
+            quoted = [f"“{t}”" for t in unheld[:3]]
             return f"没有哪个段落同时提到{'、'.join(quoted[:-1])}和{quoted[-1]}。"
-        return "No passage says anything about " + " together with ".join(f"'{t}'" for t in read.unheld[:3]) + "."
+        return "No passage says anything about " + " together with ".join(f"'{t}'" for t in unheld[:3]) + "."
     if readings and max(readings) < READERS_NO:  # every term is there, the answer is not
         if zh:
             return "最相关的段落与这个话题有关，但答案阅读器在其中找不到回答这个问题的句子。"
