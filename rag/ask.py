@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.answer import Answer, AnswerEvent, EventKind, Outcome, stream_answer
+from rag.answer.meaning import MeaningSource
 from rag.config import Settings
+from rag.embedder import load_multilingual
 from rag.kb import KnowledgeBase
 from rag.limits import check_query
 from rag.records import ModelLabel
@@ -108,8 +110,9 @@ def stream_ask(
         yield Answering(AnswerEvent(EventKind.FINAL, answer=answer))
     else:
         answer = None
+        meaning = MeaningSource(lambda: load_multilingual(kb.settings), kb.get_sentence_embeddings)
         for event in stream_answer(
-            analysis.text, trace.passages(), settings, kb.embedder.embed_texts, llm, analysis=analysis
+            analysis.text, trace.passages(), settings, kb.embedder.embed_texts, llm, analysis=analysis, meaning=meaning
         ):
             if event.kind is EventKind.FINAL:
                 answer = event.answer

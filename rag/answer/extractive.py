@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+import numpy as np
 from llama_index.core.llms import LLM
 
 from rag import rules
@@ -57,6 +58,10 @@ W_SENTENCE_READER_HEADED = 0.25  # ... under a heading (which already tells sent
 W_SENTENCE_READER_LATIN = 0.0  # English: the reader adds nothing to the score (the MiniLM cosine is there); it carries
 # a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
 READER_CARRIES = 0.5
+# Chinese: among the sentences that pass the floor, each is ranked by its score + this x its
+# closeness in meaning to the part (``meaning.py``): e5's cosine, MEANING_LOW -> 0 to MEANING_HIGH -> 1
+W_MEANING = 1.0
+MEANING_LOW, MEANING_HIGH = 0.75, 0.92
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 _SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
 _FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"
@@ -75,6 +80,12 @@ class Pick:
     reader: float | None = None  # the sentence reader's P(holds the answer), when it read the sentence
     carried: bool = True  # it carries what the part asks for (``asked.carries``)
     usable: bool = True  # it can answer at all: a whole sentence or row, not a lead-in or a cut-off row
+    meaning: float = 0.0  # its closeness in meaning to the part, 0-1 (Chinese parts, ``W_MEANING``)
+
+    @property
+    def rank(self) -> float:
+        """What the sentences that pass the floor are ranked by: the score, plus its meaning's weight."""
+        return self.score + W_MEANING * self.meaning
 
 
 @dataclass(frozen=True)
@@ -175,6 +186,7 @@ def score_for_part(
     q_vec = index.vector(part.text) if vectors else None
     if q_vec is not None:
         index.ensure_vectors(range(1, len(index) + 1))
+    close = _meaning(part, index)
     everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
     read = _read(reader, part, index, everywhere) if reader is not None and (part.cjk or everywhere) else {}
     w_untitled, w_headed = (W_SENTENCE_READER, W_SENTENCE_READER_HEADED) if part.cjk else (W_SENTENCE_READER_LATIN,) * 2
@@ -210,8 +222,21 @@ def score_for_part(
                 everywhere and p is not None and p >= READER_CARRIES
             )
             usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
-            picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable))
+            meaning = round(close[n - 1][i], 4) if close is not None else 0.0
+            picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable, meaning))
     return picks
+
+
+def _meaning(part: QuestionPart, index: EvidenceIndex) -> list[list[float]] | None:
+    """Per chunk, each sentence's closeness in meaning to a Chinese ``part`` (e5's cosine scaled
+    from ``MEANING_LOW`` -> 0 to ``MEANING_HIGH`` -> 1); None for an English part, or without the
+    multilingual model."""
+    if not part.cjk or index.meaning is None:
+        return None
+    cosines = index.meaning.cosines(part.text, [[s.text for s in c.segments] for c in index.chunks])
+    if cosines is None:
+        return None
+    return [np.clip((c - MEANING_LOW) / (MEANING_HIGH - MEANING_LOW), 0.0, 1.0).tolist() for c in cosines]
 
 
 def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
@@ -327,17 +352,18 @@ def _answer_part(
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
     Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete."""
-    ranked = sorted(score_for_part(part, request.index, vectors, reader), key=lambda p: -p.score)
-    usable = [p for p in ranked if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
-    if not usable or usable[0].score < floor:
+    scored = score_for_part(part, request.index, vectors, reader)
+    usable = [p for p in scored if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
+    if not usable or max(p.score for p in usable) < floor:
         return []
-    fresh = [p for p in usable if p.score >= COMPLEMENT_CUT * usable[0].score and _norm(p) not in taken]
+    usable.sort(key=lambda p: -p.rank)  # the floor passed, meaning weighs in which sentence answers
+    fresh = [p for p in usable if p.rank >= COMPLEMENT_CUT * usable[0].rank and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])
         usable.insert(0, fresh[0])
     best = usable[0]
     for other in usable[1:]:
-        if other.score < COMPLEMENT_CUT * best.score:
+        if other.rank < COMPLEMENT_CUT * best.rank:
             break
         if other.terms - best.terms and other.n == best.n:
             return [best, other]

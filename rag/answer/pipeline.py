@@ -18,6 +18,7 @@ from llama_index.core.llms import LLM
 
 from rag.answer.base import DraftRequest, Generator, make_generator
 from rag.answer.citations import CitationValidator, SentenceCheck
+from rag.answer.meaning import MeaningSource, SentenceMeaning
 from rag.answer.result import (
     Answer,
     AnswerEvent,
@@ -75,10 +76,11 @@ def answer_question(
     llm: LLM | None = None,
     generator: Generator | None = None,
     analysis: QuestionAnalysis | None = None,
+    meaning: MeaningSource | None = None,
 ) -> Answer:
     """The validated answer (or the refusal) for ``question`` from numbered ``evidence``."""
     final = None
-    for event in stream_answer(question, evidence, settings, embed, llm, generator, analysis):
+    for event in stream_answer(question, evidence, settings, embed, llm, generator, analysis, meaning):
         if event.kind is EventKind.FINAL:
             final = event.answer
     if final is None:
@@ -94,11 +96,14 @@ def stream_answer(
     llm: LLM | None = None,
     generator: Generator | None = None,
     analysis: QuestionAnalysis | None = None,
+    meaning: MeaningSource | None = None,
 ) -> Iterator[AnswerEvent]:
     """Events: EVIDENCE, then per attempt DRAFT / SENTENCE (verified) / REJECTED, then FINAL.
 
     ``analysis`` is the ask's one reading of ``question`` (``rag.text.question.analyse``), as
-    retrieval read it; None reads it here."""
+    retrieval read it; None reads it here. ``meaning``: where the multilingual model's sentence
+    vectors come from, for choosing a Chinese part's sentence by meaning too (``meaning.py``);
+    the answer's generator label then names the model, or says it was missing."""
     check_query(question, settings)
     clock, evidence = _Clock(), list(evidence)
     yield AnswerEvent(EventKind.EVIDENCE, evidence=evidence)
@@ -116,12 +121,24 @@ def stream_answer(
         return
     since = time.perf_counter()
     index = EvidenceIndex([c.text for c in evidence], embed, [" ".join(c.heading_path) for c in evidence])
+    index.meaning = SentenceMeaning(meaning, evidence) if meaning is not None else None
     clock.add("index_ms", since)
     answer.warnings = _injection_warnings(index)
     validator = CitationValidator(index, settings.support_threshold)
     request = DraftRequest(question, evidence, index, analysis=analysis)
     yield from _attempts(gen, request, validator, answer, clock, settings, embed)
+    answer.generator = _with_meaning(answer.generator, index.meaning)
     yield _final(answer, clock)
+
+
+def _with_meaning(label: ModelLabel, meaning: SentenceMeaning | None) -> ModelLabel:
+    """The generator's label naming the model that read the sentences' meaning, or why none did."""
+    if meaning is None or not (meaning.used or meaning.missing):
+        return label
+    if meaning.missing:
+        note = f"multilingual model missing ({meaning.missing}): sentences chosen without their meaning"
+        return ModelLabel(label.backend, label.model, True, "; ".join(n for n in (label.note, note) if n))
+    return ModelLabel(label.backend, f"{label.model} + {meaning.label} (meaning)", label.stand_in, label.note)
 
 
 def _attempts(

