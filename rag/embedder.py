@@ -18,6 +18,7 @@ import importlib.util
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -138,9 +139,14 @@ def sentence_texts(chunk: ChunkRecord) -> list[str]:
     its topic is still about it; a chunk without sentences is read whole. (The heading path is
     joined here rather than by ``records.context_header``, which drops the innermost heading when
     the chunk's first line repeats it: right for the chunk, wrong for a sentence further down.)"""
-    header = " > ".join(chunk.heading_path)[:HEADER_MAX_CHARS]
     said = [s for s in sentences(chunk.text) if s.strip()] or [chunk.text]
-    return [f"{header}\n\n{s}" if header else s for s in said]
+    return [under_headings(chunk.heading_path, s) for s in said]
+
+
+def under_headings(heading_path: Sequence[str], sentence: str) -> str:
+    """``sentence`` as multilingual e5 reads it under its chunk's heading path (``sentence_texts``)."""
+    header = " > ".join(heading_path)[:HEADER_MAX_CHARS]
+    return f"{header}\n\n{sentence}" if header else sentence
 
 
 E5_BATCH = 16  # texts per forward pass: short batches of similar length pad little

@@ -200,3 +200,31 @@ def test_the_cjk_reranker_reads_the_stored_sentence_vectors_instead_of_embedding
     keys = [encoder.key(taxi.index_text), *_keys(taxi)]
     policy_kb.delete("taxi.md")
     assert E5Encoder(policy_kb.settings.home / "cache")._cached(set(keys)) == {}  # the cache on disk alone
+
+
+def test_the_answerer_reads_the_stored_sentence_vectors_for_meaning(policy_kb):
+    """A Chinese question asked end to end: once retrieval is done, the answerer ranks its
+    sentences by e5's closeness too, reading the vectors stored at ingest (the model is watched
+    from then on, not replaced), and the answer's label names the model."""
+    from rag.ask import TraceReady, TurnDone, stream_ask
+    from rag.embedder import load_multilingual
+
+    model, embedded = load_multilingual(policy_kb.settings), []
+    real = model.embed_texts
+
+    def watched(texts, *args, **kwargs):
+        embedded.extend(texts)
+        return real(texts, *args, **kwargs)
+
+    turn = None
+    try:
+        for event in stream_ask(policy_kb, "因公坐出租车，一次最多能报销多少钱？", persist=False):
+            if isinstance(event, TraceReady):  # retrieval's own e5 reads (the readers' window) are done
+                model.embed_texts = watched
+            if isinstance(event, TurnDone):
+                turn = event.turn
+    finally:
+        vars(model).pop("embed_texts", None)  # the instance's own method again
+    assert not turn.answer.refused and "上限二百元" in turn.answer.text
+    assert turn.answer.generator.model.endswith("(meaning)") and MULTILINGUAL_EMBEDDER in turn.answer.generator.model
+    assert embedded == []  # every sentence of the evidence was stored at ingest: none embedded again

@@ -13,6 +13,9 @@ and a rule for another amount range than the asked one ("above USD 10,000") is l
 (``conditions.py``). A table row is one sentence (``sentences.py``); the tail of a row cut off
 by the chunk's start never answers. A part no sentence answers well enough gets a fixed gap sentence
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
+For a Chinese part, the sentences that pass the floor on their scores are ranked by their
+closeness in meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine stands in for in
+English): the floor decides whether the part is answered, meaning helps decide by which sentence.
 
 Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") and a
 source's footnote marker after the sentence's end ("…市长。[33]") are dropped, line wraps
@@ -351,7 +354,9 @@ def _answer_part(
     the other sentence). When the best already
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
-    Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete."""
+    Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete.
+    The floor is judged on their scores; once it is passed they compete on ``Pick.rank``, the
+    score plus a Chinese sentence's closeness in meaning (``W_MEANING``)."""
     scored = score_for_part(part, request.index, vectors, reader)
     usable = [p for p in scored if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
     if not usable or max(p.score for p in usable) < floor:

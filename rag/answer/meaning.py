@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.embedder import MultilingualEmbedder, passage_key
+from rag.embedder import MultilingualEmbedder, passage_key, under_headings
 from rag.errors import ModelUnavailable
-from rag.records import HEADER_MAX_CHARS, EvidencePassage
+from rag.records import EvidencePassage
 
 StoredSentences = Callable[[list[str]], dict[str, np.ndarray]]  # chunk ids -> {passage key: vector}
 
@@ -74,17 +74,13 @@ class SentenceMeaning:
     def _sentence_vectors(self, model: MultilingualEmbedder, segments: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Each chunk's sentences' e5 vectors, read under the chunk's heading path as ingest reads
         them (``embedder.sentence_texts``): stored ones by key, the others embedded in one batch."""
-        texts = [[_under(c, s) for s in segs] for c, segs in zip(self.evidence, segments, strict=True)]
+        texts = [
+            [under_headings(c.heading_path, s) for s in segs] for c, segs in zip(self.evidence, segments, strict=True)
+        ]
+        keys = [[passage_key(t) for t in chunk] for chunk in texts]
         stored = self.source.stored([c.chunk_id for c in self.evidence]) if self.source.stored else {}
-        vecs = {passage_key(t): stored[passage_key(t)] for ts in texts for t in ts if passage_key(t) in stored}
-        todo = list(dict.fromkeys(t for ts in texts for t in ts if passage_key(t) not in vecs))
+        vecs = {k: stored[k] for chunk in keys for k in chunk if k in stored}
+        todo = {k: t for ks, ts in zip(keys, texts, strict=True) for k, t in zip(ks, ts, strict=True) if k not in vecs}
         if todo:
-            vecs |= {passage_key(t): v for t, v in zip(todo, model.embed_texts(todo), strict=True)}
-        dim = model.dim
-        return [np.array([vecs[passage_key(t)] for t in ts]).reshape(len(ts), dim) for ts in texts]
-
-
-def _under(chunk: EvidencePassage, sentence: str) -> str:
-    """``sentence`` under ``chunk``'s heading path, as ``embedder.sentence_texts`` writes it."""
-    header = " > ".join(chunk.heading_path)[:HEADER_MAX_CHARS]
-    return f"{header}\n\n{sentence}" if header else sentence
+            vecs |= dict(zip(todo, model.embed_texts(list(todo.values())), strict=True))
+        return [np.array([vecs[k] for k in chunk]).reshape(len(chunk), model.dim) for chunk in keys]
