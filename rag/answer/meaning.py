@@ -15,15 +15,17 @@ items, table rows), so the few it cuts differently are embedded here, once per a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rag.embedder import MultilingualEmbedder, passage_key, under_headings
-from rag.errors import ModelUnavailable
+from rag.errors import ModelUnavailable, StoreUnavailable
 from rag.records import EvidencePassage
 
+log = logging.getLogger(__name__)
 StoredSentences = Callable[[list[str]], dict[str, np.ndarray]]  # chunk ids -> {passage key: vector}
 
 
@@ -71,6 +73,18 @@ class SentenceMeaning:
                 self.missing = str(exc)
         return self._model
 
+    def _stored(self) -> dict[str, np.ndarray]:
+        """The evidence's stored sentence vectors by key; none when the source keeps none, or when
+        the vector store went away after retrieval (then every sentence is embedded here: the
+        answer does not fail for vectors it can compute)."""
+        if self.source.stored is None:
+            return {}
+        try:
+            return self.source.stored([c.chunk_id for c in self.evidence])
+        except StoreUnavailable as exc:
+            log.warning("stored sentence vectors unavailable (%s): embedding the evidence's sentences", exc)
+            return {}
+
     def _sentence_vectors(self, model: MultilingualEmbedder, segments: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Each chunk's sentences' e5 vectors, read under the chunk's heading path as ingest reads
         them (``embedder.sentence_texts``): stored ones by key, the others embedded in one batch."""
@@ -78,7 +92,7 @@ class SentenceMeaning:
             [under_headings(c.heading_path, s) for s in segs] for c, segs in zip(self.evidence, segments, strict=True)
         ]
         keys = [[passage_key(t) for t in chunk] for chunk in texts]
-        stored = self.source.stored([c.chunk_id for c in self.evidence]) if self.source.stored else {}
+        stored = self._stored()
         vecs = {k: stored[k] for chunk in keys for k in chunk if k in stored}
         todo = {k: t for ks, ts in zip(keys, texts, strict=True) for k, t in zip(ks, ts, strict=True) if k not in vecs}
         if todo:
