@@ -46,7 +46,9 @@ def test_meaning_chooses_among_the_sentences_that_pass_the_floor_and_never_lifts
     picks = [p for p in score_for_part(part, index) if p.usable and p.carried]
     assert all(0.0 <= p.meaning <= 1.0 for p in picks) and any(p.meaning > 0 for p in picks)
     chosen = select_sentences(DraftRequest(answered, evidence, index))[0]
-    assert chosen.rank == max(p.score + W_MEANING * p.meaning for p in picks)  # the floor passed, meaning weighs
+    assert chosen.score + W_MEANING * chosen.meaning == max(
+        p.score + W_MEANING * p.meaning for p in picks
+    )  # meaning weighs
     # a question whose best sentence is under the floor is not answered because e5 reads it close
     gap = "出差入住宾馆时一天伙食能补多少？"
     assert select_sentences(DraftRequest(gap, evidence, _index(evidence, None))) == []

@@ -17,25 +17,21 @@ For a Chinese part, the sentences that pass the floor on their scores are ranked
 closeness in meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine stands in for in
 English): the floor decides whether the part is answered, meaning helps decide by which sentence.
 
-Sentences are shown verbatim, each followed by its [n]; only list markers ("1. ", "- ") and a
-source's footnote marker after the sentence's end ("…市长。[33]") are dropped, line wraps
-inside a sentence become single spaces, and a lead-in shown without its list (a yes/no answer:
-"…，无需提供餐饮发票：") ends with a full stop instead of its colon.
+The chosen sentences are written out by ``picks.compose``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-import numpy as np
 from llama_index.core.llms import LLM
 
 from rag import rules
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.conditions import outside_range
+from rag.answer.picks import LIST_MARKER_RE, SOURCE_REF_RE, Gap, Pick, compose, list_body
 from rag.answer.question import QuestionPart, has_date, missing_names, question_parts
 from rag.answer.sentences import CJK_RE, Segment, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
@@ -62,54 +58,9 @@ W_SENTENCE_READER_LATIN = 0.0  # English: the reader adds nothing to the score (
 # a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
 READER_CARRIES = 0.5
 # Chinese: among the sentences that pass the floor, each is ranked by its score + this x its
-# closeness in meaning to the part (``meaning.py``): e5's cosine, MEANING_LOW -> 0 to MEANING_HIGH -> 1
+# closeness in meaning to the part (``meaning.SentenceMeaning.closeness``, 0-1)
 W_MEANING = 1.0
-MEANING_LOW, MEANING_HIGH = 0.75, 0.92
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
-_SOURCE_REF_RE = re.compile(r"\[(\s*\d[\d\s,，]*)\]")
-_FOOTNOTE_RE = re.compile(r"(?<=[。！？.!?])\s*(?:\[\s*\d[\d\s,，]*\])+\s*$")  # "…市长。[33]"
-_LEAD_END_RE = re.compile(r"[:：]$")
-_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)、]|[一二三四五六七八九十]+、)\s*")
-_CJK_TERMINAL = ("。", "！", "？", "」", "』", "）")
-_TERMINAL = (".", "!", "?", '"', "”", ")", *_CJK_TERMINAL)
-
-
-@dataclass(frozen=True)
-class Pick:
-    n: int  # 1-based evidence number
-    segment: Segment  # offsets inside the chunk text
-    score: float
-    terms: frozenset[str] = frozenset()  # the question part's terms it holds
-    reader: float | None = None  # the sentence reader's P(holds the answer), when it read the sentence
-    carried: bool = True  # it carries what the part asks for (``asked.carries``)
-    usable: bool = True  # it can answer at all: a whole sentence or row, not a lead-in or a cut-off row
-    meaning: float = 0.0  # its closeness in meaning to the part, 0-1 (Chinese parts, ``W_MEANING``)
-
-    @property
-    def rank(self) -> float:
-        """What the sentences that pass the floor are ranked by: the score, plus its meaning's weight."""
-        return self.score + W_MEANING * self.meaning
-
-
-@dataclass(frozen=True)
-class Gap:
-    """A part of the question that no evidence sentence answers."""
-
-    part: str
-    cjk: bool
-
-    def sentence(self) -> str:
-        """A fixed gap statement (the validator's GAP kind: no numbers, no quotes)."""
-        named = self.part.rstrip("?？。. ")
-        if lexical.numbers(named) or '"' in named or "“" in named:
-            return (
-                "文档没有提及问题的这一部分。" if self.cjk else "The documents do not answer one part of the question."
-            )
-        return (
-            f"文档没有提及：{named}。"
-            if self.cjk
-            else f"The documents do not answer this part of the question: {named}."
-        )
 
 
 @register("extractive")
@@ -189,7 +140,9 @@ def score_for_part(
     q_vec = index.vector(part.text) if vectors else None
     if q_vec is not None:
         index.ensure_vectors(range(1, len(index) + 1))
-    close = _meaning(part, index)
+    close = None  # a Chinese part's sentences' closeness in meaning, when the pipeline gave the model
+    if part.cjk and index.meaning is not None:
+        close = index.meaning.closeness(part.text, [[s.text for s in c.segments] for c in index.chunks])
     everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
     read = _read(reader, part, index, everywhere) if reader is not None and (part.cjk or everywhere) else {}
     w_untitled, w_headed = (W_SENTENCE_READER, W_SENTENCE_READER_HEADED) if part.cjk else (W_SENTENCE_READER_LATIN,) * 2
@@ -228,18 +181,6 @@ def score_for_part(
             meaning = round(close[n - 1][i], 4) if close is not None else 0.0
             picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable, meaning))
     return picks
-
-
-def _meaning(part: QuestionPart, index: EvidenceIndex) -> list[list[float]] | None:
-    """Per chunk, each sentence's closeness in meaning to a Chinese ``part`` (e5's cosine scaled
-    from ``MEANING_LOW`` -> 0 to ``MEANING_HIGH`` -> 1); None for an English part, or without the
-    multilingual model."""
-    if not part.cjk or index.meaning is None:
-        return None
-    cosines = index.meaning.cosines(part.text, [[s.text for s in c.segments] for c in index.chunks])
-    if cosines is None:
-        return None
-    return [np.clip((c - MEANING_LOW) / (MEANING_HIGH - MEANING_LOW), 0.0, 1.0).tolist() for c in cosines]
 
 
 def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
@@ -281,9 +222,9 @@ def lead_ins(segments: list[Segment]) -> dict[int, int]:
     out: dict[int, int] = {}
     for i, seg in enumerate(segments):
         j = i - 1
-        if not _LIST_MARKER_RE.match(seg.text):
+        if not LIST_MARKER_RE.match(seg.text):
             continue
-        while j >= 0 and _LIST_MARKER_RE.match(segments[j].text):
+        while j >= 0 and LIST_MARKER_RE.match(segments[j].text):
             j -= 1
         if j >= 0 and segments[j].text.rstrip().endswith((":", "：")):
             out[i] = j
@@ -355,24 +296,29 @@ def _answer_part(
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
     Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete.
-    The floor is judged on their scores; once it is passed they compete on ``Pick.rank``, the
-    score plus a Chinese sentence's closeness in meaning (``W_MEANING``)."""
+    The floor is judged on their scores; once it is passed they compete on ``_rank``, the score
+    plus a Chinese sentence's closeness in meaning (``W_MEANING``)."""
     scored = score_for_part(part, request.index, vectors, reader)
     usable = [p for p in scored if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
     if not usable or max(p.score for p in usable) < floor:
         return []
-    usable.sort(key=lambda p: -p.rank)  # the floor passed, meaning weighs in which sentence answers
-    fresh = [p for p in usable if p.rank >= COMPLEMENT_CUT * usable[0].rank and _norm(p) not in taken]
+    usable.sort(key=lambda p: -_rank(p))  # the floor passed, meaning weighs in which sentence answers
+    fresh = [p for p in usable if _rank(p) >= COMPLEMENT_CUT * _rank(usable[0]) and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])
         usable.insert(0, fresh[0])
     best = usable[0]
     for other in usable[1:]:
-        if other.rank < COMPLEMENT_CUT * best.rank:
+        if _rank(other) < COMPLEMENT_CUT * _rank(best):
             break
         if other.terms - best.terms and other.n == best.n:
             return [best, other]
     return [best]
+
+
+def _rank(pick: Pick) -> float:
+    """What the sentences that pass the floor are ranked by: the score, plus its meaning's weight."""
+    return pick.score + W_MEANING * pick.meaning
 
 
 def _norm(pick: Pick) -> str:
@@ -384,43 +330,10 @@ def _answer_like(text: str, yes_no: bool = False) -> bool:
     in the list that follows it, and not itself a question: a headline or FAQ line that repeats
     the question's words ("2022北京冬奥会开幕式总导演是谁?") holds its terms but states nothing.
     For a yes/no part a lead-in can answer: "…，无需提供餐饮发票：" says no before its list."""
-    end = _SOURCE_REF_RE.sub("", text).rstrip(' \t"”’」』)）')
+    end = SOURCE_REF_RE.sub("", text).rstrip(' \t"”’」』)）')
     asks = rules.on("question-sentences") and end.endswith(("?", "？"))
     lead_in = rules.on("lead-ins") and end.endswith((":", "：")) and not yes_no
     if asks or lead_in or text.lstrip().startswith("#"):
         return False
     cjk = len(CJK_RE.findall(text))
     return cjk >= MIN_CJK_CHARS if cjk else len(text.split()) >= MIN_WORDS
-
-
-def list_body(text: str) -> str:
-    """``text`` without a leading list marker ("1. ", "- ", "• ", "2) ")."""
-    return _LIST_MARKER_RE.sub("", text, count=1)
-
-
-def compose(picks: list[Pick | Gap]) -> str:
-    """Sentences verbatim (list markers dropped), each followed by its [n], joined by a space (none
-    after CJK) or a line break; a part the evidence does not answer is named in a gap sentence.
-
-    Line wraps inside a sentence (PDF text) become single spaces, and the source's own
-    bracketed numbers ("as shown in [3]") are Markdown-escaped so they are not read as citations;
-    a footnote marker after the sentence's end is dropped, since the [n] that follows it would
-    otherwise stand after the sentence it cites ("…市长。\\[33\\] [3]" reads as an uncited sentence).
-    """
-    out, prev = "", ""
-    for pick in picks:
-        if isinstance(pick, Gap):
-            text, mark = pick.sentence(), ""
-        else:
-            body = _FOOTNOTE_RE.sub("", " ".join(list_body(pick.segment.text).split()))
-            body = _LEAD_END_RE.sub(lambda m: "。" if m.group() == "：" else ".", body)
-            text = _SOURCE_REF_RE.sub(r"\\[\1\\]", body)
-            mark = f"[{pick.n}]" if text.endswith(_CJK_TERMINAL) else f" [{pick.n}]"
-        if prev:
-            if not prev.endswith(_TERMINAL):
-                out += "\n"
-            elif not prev.endswith(_CJK_TERMINAL):
-                out += " "
-        out += text + mark
-        prev = text
-    return out

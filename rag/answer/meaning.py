@@ -26,6 +26,7 @@ from rag.errors import ModelUnavailable, StoreUnavailable
 from rag.records import EvidencePassage
 
 log = logging.getLogger(__name__)
+MEANING_LOW, MEANING_HIGH = 0.75, 0.92  # e5 cosines (same-topic sentences read high) scaled to 0 and 1
 StoredSentences = Callable[[list[str]], dict[str, np.ndarray]]  # chunk ids -> {passage key: vector}
 
 
@@ -48,22 +49,26 @@ class SentenceMeaning:
     used: bool = False  # a part was scored with it
     _model: MultilingualEmbedder | None = field(default=None, repr=False)
     _vectors: list[np.ndarray] | None = field(default=None, repr=False)
+    _queries: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # each part's e5 query vector
 
     @property
     def label(self) -> str:
         return self._model.label.model if self._model is not None else ""
 
-    def cosines(self, part: str, segments: Sequence[Sequence[str]]) -> list[np.ndarray] | None:
-        """Per evidence chunk, the cosine of each of its ``segments`` (the answerer's sentences,
-        chunk by chunk) to ``part``; None when the multilingual model is unavailable."""
+    def closeness(self, part: str, segments: Sequence[Sequence[str]]) -> list[list[float]] | None:
+        """Per evidence chunk, each of its sentences' (the answerer's ``segments``) closeness in
+        meaning to ``part``: e5's cosine scaled from ``MEANING_LOW`` -> 0 to ``MEANING_HIGH`` -> 1;
+        None when the multilingual model is unavailable."""
         model = self._load()
         if model is None:
             return None
         if self._vectors is None:
             self._vectors = self._sentence_vectors(model, segments)
-        q = model.embed_queries([part])[0]
+        if part not in self._queries:  # a correction attempt scores the same part again
+            self._queries[part] = model.embed_queries([part])[0]
         self.used = True
-        return [v @ q if len(v) else v for v in self._vectors]
+        q, span = self._queries[part], MEANING_HIGH - MEANING_LOW
+        return [np.clip((v @ q - MEANING_LOW) / span, 0.0, 1.0).tolist() if len(v) else [] for v in self._vectors]
 
     def _load(self) -> MultilingualEmbedder | None:
         if self._model is None and not self.missing:

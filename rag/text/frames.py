@@ -22,6 +22,7 @@ from functools import lru_cache
 import jieba
 
 from rag.text.figures import ZH_MEASURE
+from rag.text.script import CJK_LETTER_RE
 
 POINTERS = frozenset("哪几此该这那每")  # interrogatives and demonstratives
 PARTICLES = frozenset("是的了吗呢吧啊")  # the copula and sentence particles
@@ -31,6 +32,9 @@ PARTICLES = frozenset("是的了吗呢吧啊")  # the copula and sentence partic
 # token that is no word to look for. Adjectives, numerals and nouns (大 高 年 人) begin names.
 COMMON_CHAR_FREQ = 50_000
 _GRAMMAR_TAGS = ("c", "d", "f", "p", "r", "u", "v", "zg")  # jieba tag prefixes
+# the same without verbs: a whole word so tagged is grammar, not a subject (以后 之内 自己 每月), while
+# a verb names one (体检 is tagged a verb), as numerals do
+_GRAMMAR_WORD_TAGS = tuple(t for t in _GRAMMAR_TAGS if t not in ("v", "zg"))
 # a dictionary entry this rare is the long tail of phrases jieba's dictionary lists at frequency 3
 # (顶多能, 多长时间 beside 倒休, 扣钱): no evidence on its own that the cut is a word
 PHRASE_FREQ = 3
@@ -64,11 +68,26 @@ def is_grammar_cut(token: str) -> bool:
     return _grammar_char(token[0]) or _grammar_char(token[-1])
 
 
+def is_grammar_word(token: str) -> bool:
+    """A CJK word jieba's dictionary tags as grammar (``_GRAMMAR_WORD_TAGS``: conjunctions,
+    adverbs, locatives, prepositions, pronouns, particles): the documents not writing 以后 or 之内
+    says nothing a user can act on, so a refusal never names it."""
+    if not token or not CJK_LETTER_RE.search(token):
+        return False
+    return _tag(token).startswith(_GRAMMAR_WORD_TAGS)
+
+
+def _tag(word: str) -> str:
+    """jieba's part-of-speech tag for a dictionary word ('' for one it does not list)."""
+    import jieba.posseg
+
+    jieba.dt.check_initialized()
+    return jieba.posseg.dt.word_tag_tab.get(word, "")
+
+
 @lru_cache(maxsize=512)
 def _grammar_char(char: str) -> bool:
     """One of the most common single-character words, and grammar by its part-of-speech tag."""
-    import jieba.posseg
-
     if jieba.dt.FREQ.get(char, 0) < COMMON_CHAR_FREQ:
         return False
-    return jieba.posseg.dt.word_tag_tab.get(char, "").startswith(_GRAMMAR_TAGS)
+    return _tag(char).startswith(_GRAMMAR_TAGS)

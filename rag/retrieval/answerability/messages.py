@@ -13,6 +13,7 @@ from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # "how *often*":
 
 from rag import rules
 from rag.retrieval.answerability.terms import AnswerKind
+from rag.text.frames import is_grammar_word
 from rag.text.frequency import is_everyday
 from rag.text.script import CJK_LETTER_RE, HAN, is_chinese
 
@@ -26,9 +27,6 @@ _VETO_WORD = re.compile(rf"[A-Za-z][a-z]{{3,}}|[{HAN}]{{2,}}")
 UNCALIBRATED = "none: the reranker's scores are not calibrated probabilities, so no threshold applies"
 READERS_NO = 0.5  # the readers' best reading under this: "no passage here answers" (said when refusing)
 _KIND_WORDS = {AnswerKind.DATE: "a date", AnswerKind.NUMBER: "a number", AnswerKind.PERSON: "a name"}
-# jieba's tags of words that are grammar, not a subject: conjunctions, adverbs, locatives (以后 之内),
-# prepositions, pronouns (自己 每月), particles. Verbs (体检 is tagged one) and numerals are named.
-NAMELESS_TAGS = ("c", "d", "f", "p", "r", "u")
 _KIND_WORDS_ZH = {AnswerKind.DATE: "日期", AnswerKind.NUMBER: "数字", AnswerKind.PERSON: "人名"}
 
 
@@ -63,23 +61,12 @@ def is_frame(term: str, shaping: set[str]) -> bool:
 
 def nameable(terms: Sequence[str], question: str) -> list[str]:
     """The ``terms`` a refusal may name, as the question writes them: no frame word (``is_frame``)
-    and no Chinese grammar word (``_grammar_word``: 以后, 之内, 自己), and the Chinese words jieba
+    and no Chinese grammar word (``frames.is_grammar_word``: 以后, 之内, 自己), and the Chinese words jieba
     cut from one stretch of the question named as that stretch (``_whole_cuts``: 假发 and 假发票
     as 假发票, 六百 and 百块 as 六百块). Naming only: the decision weighs every term."""
     shaping = {w.lower() for w in _HOW_WORD.findall(question)}
-    kept = [t for t in terms if not is_frame(t, shaping) and not _grammar_word(t)]  # not "often", "money"
+    kept = [t for t in terms if not is_frame(t, shaping) and not is_grammar_word(t)]  # not "often", "money"
     return _whole_cuts(kept, question)
-
-
-def _grammar_word(term: str) -> bool:
-    """A Chinese word jieba's dictionary tags as grammar (``NAMELESS_TAGS``): the documents not
-    writing 以后 or 之内 says nothing a user can act on."""
-    if not CJK_LETTER_RE.search(term):
-        return False
-    import jieba.posseg
-
-    jieba.dt.check_initialized()
-    return jieba.posseg.dt.word_tag_tab.get(term, "").startswith(NAMELESS_TAGS)
 
 
 def _whole_cuts(terms: Sequence[str], question: str) -> list[str]:
