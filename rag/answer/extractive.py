@@ -13,9 +13,10 @@ and a rule for another amount range than the asked one ("above USD 10,000") is l
 (``conditions.py``). A table row is one sentence (``sentences.py``); the tail of a row cut off
 by the chunk's start never answers. A part no sentence answers well enough gets a fixed gap sentence
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
-For a Chinese part, the sentences that pass the floor on their scores are ranked by their
-closeness in meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine stands in for in
-English): the floor decides whether the part is answered, meaning helps decide by which sentence.
+A Chinese part is read by meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine
+stands in for in English): its sentences are judged and ranked on their score plus their closeness
+in meaning, so a sentence that repeats the question's words but says something else falls short,
+and one that answers in other words is chosen over it.
 
 The chosen sentences are written out by ``picks.compose``.
 """
@@ -57,9 +58,12 @@ W_SENTENCE_READER_HEADED = 0.25  # ... under a heading (which already tells sent
 W_SENTENCE_READER_LATIN = 0.0  # English: the reader adds nothing to the score (the MiniLM cosine is there); it carries
 # a sentence the sentence reader gives at least this P(holds the answer) carries what is asked
 READER_CARRIES = 0.5
-# Chinese: among the sentences that pass the floor, each is ranked by its score + this x its
-# closeness in meaning to the part (``meaning.SentenceMeaning.closeness``, 0-1)
+# Chinese: each sentence is ranked by its score + this x its closeness in meaning to the part
+# (``meaning.SentenceMeaning.closeness``, 0-1) ...
 W_MEANING = 1.0
+# ... and answers when that sum reaches the floor + W_MEANING x this: a sentence scoring the floor
+# needs this closeness (e5 cosine about 0.87), one scoring 0.1 more needs 0.1 less
+MEANING_AT_FLOOR = 0.725
 MIN_WORDS, MIN_CJK_CHARS = 4, 6  # shorter pieces are headings or fragments, not answers
 
 
@@ -178,7 +182,7 @@ def score_for_part(
                 everywhere and p is not None and p >= READER_CARRIES
             )
             usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
-            meaning = round(close[n - 1][i], 4) if close is not None else 0.0
+            meaning = round(close[n - 1][i] * factor, 4) if close is not None else 0.0  # lowered as the score
             picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable, meaning))
     return picks
 
@@ -296,13 +300,18 @@ def _answer_part(
     answers an earlier part (``taken``), one scoring within ``COMPLEMENT_CUT`` of it that does
     not is preferred: each part of a compound question gets its own answer when there is one.
     Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete.
-    The floor is judged on their scores; once it is passed they compete on ``_rank``, the score
-    plus a Chinese sentence's closeness in meaning (``W_MEANING``)."""
+    They compete on ``_rank``, the score plus a Chinese sentence's closeness in meaning
+    (``W_MEANING``), and the best answers when it reaches ``floor``: a part read by meaning
+    judges that sum against the floor plus ``W_MEANING`` x ``MEANING_AT_FLOOR``, any other part
+    (English, or meaning unavailable) the score alone."""
     scored = score_for_part(part, request.index, vectors, reader)
     usable = [p for p in scored if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
-    if not usable or max(p.score for p in usable) < floor:
+    if not usable:
         return []
-    usable.sort(key=lambda p: -_rank(p))  # the floor passed, meaning weighs in which sentence answers
+    usable.sort(key=lambda p: -_rank(p))
+    by_meaning = part.cjk and request.index.meaning is not None and not request.index.meaning.missing
+    if _rank(usable[0]) < floor + (W_MEANING * MEANING_AT_FLOOR if by_meaning else 0.0):
+        return []
     fresh = [p for p in usable if _rank(p) >= COMPLEMENT_CUT * _rank(usable[0]) and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])
@@ -317,7 +326,7 @@ def _answer_part(
 
 
 def _rank(pick: Pick) -> float:
-    """What the sentences that pass the floor are ranked by: the score, plus its meaning's weight."""
+    """What a part's sentences are ranked and judged by: the score, plus its meaning's weight."""
     return pick.score + W_MEANING * pick.meaning
 
 

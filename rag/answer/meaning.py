@@ -1,10 +1,10 @@
 """How close in meaning each evidence sentence is to a Chinese question part: multilingual e5's
-cosine, which the extractive answerer weighs when it chooses among the sentences that pass its
-floor (``extractive.W_MEANING``).
+cosine, which the extractive answerer adds to each sentence's score, both to choose the sentence
+and to judge whether it answers (``extractive.W_MEANING``, ``extractive.MEANING_AT_FLOOR``).
 
 A question asked in a user's own words shares few words with its answer, so term coverage often
 prefers a sentence of the same section that repeats the question's words ("酒店" asked, the meal
-allowance's line chosen). The English answerer blends MiniLM's cosine into every sentence's
+allowance's line chosen), and a sentence that answers in other words falls under its floor. The English answerer blends MiniLM's cosine into every sentence's
 score; MiniLM cannot read Chinese, and e5 can.
 
 The sentences' vectors come from the knowledge base, which stores e5's vector of every sentence
