@@ -164,6 +164,9 @@ def test_the_answerer_refuses_a_sentence_that_shares_only_the_topic():
         ("How long are backups kept?", AnswerKind.OPEN, set()),
         ("上海办公室的年终奖是怎么发放的？", AnswerKind.THING, {"年终", "终奖"}),
         ("单笔报销需要谁审批？", AnswerKind.THING, {"审批"}),
+        ("报销 3,000 元需要谁来审批？", AnswerKind.THING, {"审批"}),  # 来 is no verb asked about
+        ("谁可以批准加班？", AnswerKind.THING, {"批准"}),
+        ("这件事该找谁负责？", AnswerKind.THING, {"负责"}),
         ("青岚蜂鸟分布在哪些地区？", AnswerKind.OPEN, set()),
         ("出差期间的餐费补贴需要提供发票吗？", AnswerKind.YES_NO, set()),
     ],

@@ -69,7 +69,9 @@ _ZH_ASK = r"(?:是|为|有)?(?:什么|怎么|怎样|如何|哪些|哪个|哪里|
 _ZH_BEFORE_ASK_RE = re.compile(rf"(?P<np>[^的，,；;。？?\s]{{2,}}?){_ZH_ASK}")
 _ZH_TYPE_RE = re.compile(rf"(?:什么|哪些|哪个|哪种|哪类)[{HAN}]{{2,}}")  # "哪些地区": a type, see _en_head
 _ZH_WHO = r"(?:谁|哪些人|哪位|什么人)"
-_ZH_WHO_AFTER_RE = re.compile(rf"{_ZH_WHO}(?P<verb>[^，,；;。？?\s]{{1,2}})")  # "需要谁审批": 审批
+# after 谁 a modal or light verb comes before the asked verb ("谁来审批", "谁可以批准"), as "who has to" in English
+_ZH_WHO_MODAL = r"(?:来|去|会|能|可以|可|要|需要|应该|应|该|得|必须|负责)"
+_ZH_WHO_AFTER_RE = re.compile(rf"{_ZH_WHO}{_ZH_WHO_MODAL}?(?P<verb>[^，,；;。？?\s]{{1,2}})")  # "需要谁审批": 审批
 _ZH_WHO_BEFORE_RE = re.compile(rf"(?P<verb>[^，,；;。？?\s的是]{{2}}){_ZH_WHO}")  # "应该联系谁": 联系
 _ZH_TRAILING = re.compile(r"(?:的|了|呢|呀|啊|[？?。])+$")
 
