@@ -12,7 +12,7 @@ from answer_helpers import make_evidence
 
 from rag.answer.base import DraftRequest
 from rag.answer.conditions import Interval, outside_range, question_ranges, sentence_range
-from rag.answer.extractive import select_sentences
+from rag.answer.extractive import score_for_part, select_sentences
 from rag.answer.question import question_parts
 from rag.answer.sentences import partial_row, record_keys, split_sentences
 from rag.answer.support import EvidenceIndex
@@ -149,6 +149,21 @@ def test_the_answerer_refuses_a_sentence_that_shares_only_the_topic():
     assert picked("What is the Wi-Fi password in the Lisbon office?") == []
     assert picked("How many spaces does the car park of the Lisbon office have?") == [evidence[0].text]
     assert picked("Who is the site lead of the Lisbon office?") == [evidence[2].text]
+
+
+def test_a_one_character_head_is_held_by_the_word_that_contains_it():
+    """ "哪些人批" asks about 批, which the tokenizer keeps as no term of the part: the rule that says
+    who 审批 carries it, the sentence about something else does not."""
+    _, evidence = make_evidence(
+        [
+            "单笔报销金额在 5,000 元至 20,000 元之间的，由部门经理审批后，报财务经理审批。",
+            "前一笔备用金未冲账的，不得申请新的备用金。",
+        ]
+    )
+    part = question_parts("报销一笔一万元的费用要经过哪些人批？")[0]
+    assert part.asked.head == {"批"} and "批" not in part.tokens
+    picks = score_for_part(part, EvidenceIndex([c.text for c in evidence], None))
+    assert [p.carried for p in picks] == [True, False]
 
 
 @pytest.mark.parametrize(

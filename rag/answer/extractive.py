@@ -203,9 +203,12 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
 
 def _carries(part: QuestionPart, terms: frozenset[str], text: str, tokens: set[str], gives: bool) -> bool:
     """The sentence carries what the part asks for (``asked.carries``); a follow-up part's scope
-    holds the terms of the parts before it (``terms`` holds those its heading has)."""
+    holds the terms of the parts before it (``terms`` holds those its heading has). The asked
+    head is looked for itself: it need not be one of the part's terms (a one-character verb, "哪些人
+    批", is no term, and is held by "审批")."""
     context = matched_terms(part.context, text, tokens)
-    return carries(part.asked, part.tokens | part.context, terms | context, gives)
+    head = matched_terms(part.asked.head - part.tokens, text, tokens)
+    return carries(part.asked, part.tokens | part.context, terms | context | head, gives)
 
 
 def _read(
