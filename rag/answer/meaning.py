@@ -4,8 +4,9 @@ and to judge whether it answers (``extractive.W_MEANING``, ``extractive.MEANING_
 
 A question asked in a user's own words shares few words with its answer, so term coverage often
 prefers a sentence of the same section that repeats the question's words ("酒店" asked, the meal
-allowance's line chosen), and a sentence that answers in other words falls under its floor. The English answerer blends MiniLM's cosine into every sentence's
-score; MiniLM cannot read Chinese, and e5 can.
+allowance's line chosen), and a sentence that answers in other words falls under its floor.
+The English answerer blends MiniLM's cosine into every sentence's score; MiniLM cannot read
+Chinese, and e5 can.
 
 The sentences' vectors come from the knowledge base, which stores e5's vector of every sentence
 of a Chinese chunk at ingest (``store.vectors``, under ``embedder.passage_key`` of the sentence

@@ -32,9 +32,7 @@ class Pick:
     reader: float | None = None  # the sentence reader's P(holds the answer), when it read the sentence
     carried: bool = True  # it carries what the part asks for (``asked.carries``)
     usable: bool = True  # it can answer at all: a whole sentence or row, not a lead-in or a cut-off row
-    meaning: float = (
-        0.0  # its closeness in meaning to the part, 0-1, lowered by the factor its score is (Chinese parts)
-    )
+    meaning: float = 0.0  # closeness in meaning to the part, 0-1, lowered as its score is (Chinese parts)
 
 
 @dataclass(frozen=True)
