@@ -9,7 +9,7 @@ from conftest import write_beir
 
 from rag.bench.fit_answerability import auc, fit, operating_point
 from rag.bench.refusal import SETS, set_folder
-from rag.bench.refusal_rows import Row, SetResult
+from rag.bench.refusal_rows import Row, SetResult, print_result
 from rag.config import Settings
 from rag.errors import RagError
 
@@ -27,6 +27,26 @@ def test_line_has_exactly_the_issue_form():
     assert curve[0.25] == (pytest.approx(2 / 3), 0.0)
     assert curve[0.5] == (pytest.approx(2 / 3), 0.5)
     assert curve[0.8] == (1.0, 0.5)
+
+
+def test_a_sets_auc_is_the_curves_height_not_its_operating_point():
+    rows = [_row("as_is", False, p, qid=str(i)) for i, p in enumerate((0.9, 0.7, 0.4))]
+    rows += [_row("removed", True, p, qid=str(i)) for i, p in enumerate((0.5, 0.2, 0.1))]
+    result = SetResult("rgb-zh", rows)
+    assert result.auc() == pytest.approx(8 / 9)  # one (answerable, unanswerable) pair of nine out of order
+    shifted = SetResult("rgb-zh", [replace(r, probability=r.probability / 2) for r in rows])
+    assert shifted.auc() == pytest.approx(8 / 9)  # every P halved: another operating point, the same curve
+    assert shifted.curve((0.45,)) != result.curve((0.45,))
+    worse = SetResult("rgb-zh", [replace(r, probability=1 - r.probability) for r in rows])
+    assert worse.auc() == pytest.approx(1 / 9)  # a decision that orders them backwards scores below chance
+    ties = SetResult("rgb-zh", [replace(r, probability=0.5) for r in rows])
+    assert ties.auc() == pytest.approx(0.5)
+    lines: list[str] = []
+    print_result(result, lines.append)
+    assert "  AUC of P(answerable), answerable vs unanswerable: 0.889 (whatever the threshold)" in lines
+    lines.clear()
+    print_result(SetResult("rgb-zh", rows[:3]), lines.append)  # no unanswerable question: no AUC to print
+    assert not any("AUC" in line for line in lines)
 
 
 def test_missing_data_says_where_to_get_it(tmp_path):

@@ -34,6 +34,7 @@ from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS
 from rag.bench.refusal import SETS
 from rag.bench.refusal_rows import Row, SetResult, load_dump, print_result
+from rag.eval.metrics import auc
 from rag.retrieval.answerability.model import FEATURES, WEIGHTS_FILE, load_models, model_for
 
 # the training sets each script's model may be fit on, those its dumps hold (the shipped ones: the
@@ -68,15 +69,6 @@ def matrix(rows: list[Row], names: tuple[str, ...]) -> tuple[np.ndarray, np.ndar
     x = np.array([[r.features[n] for n in names] for r in rows], dtype=np.float64)
     y = np.array([1 if r.answerable else 0 for r in rows])
     return x, y
-
-
-def auc(scores: np.ndarray, y: np.ndarray) -> float:
-    """Probability that an answerable question scores above an unanswerable one (ties half)."""
-    pos, neg = scores[y == 1], scores[y == 0]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return float(greater / (len(pos) * len(neg)))
 
 
 def operating_point(

@@ -5,12 +5,13 @@ printed, and the dump ``rag.bench.fit_answerability`` fits on."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rag.bench.answer_reader import fold_of
-from rag.eval.metrics import latency_summary
+from rag.eval.metrics import auc, latency_summary
 from rag.retrieval.answerability import vetoing
 
 Out = Callable[[str], None]
@@ -94,6 +95,12 @@ class SetResult:
             f"unanswerable refused {a}/{n} ({_share(a, n)}) · answerable refused {b}/{m} ({_share(b, m)})"
         )
 
+    def auc(self) -> float:
+        """AUC of P(answerable) (the final attempt's), answerable against unanswerable questions:
+        the height of :meth:`curve`, which a refit that only moves the operating point leaves as it was."""
+        rows = [r for r in self.rows if r.probability is not None]
+        return auc((r.probability for r in rows), (r.answerable for r in rows))
+
     def curve(self, thresholds=CURVE) -> list[tuple[float, float, float]]:
         """(threshold, unanswerable refused, answerable refused) had the threshold been t
         (on the final attempt's P(answerable); a wider retry it would have caused is not replayed)."""
@@ -121,6 +128,8 @@ def print_result(result: SetResult, out: Out = print) -> None:
         out(clean)
     out("  trade-off as the answerability threshold moves (share refused: unanswerable · answerable):")
     out("  " + "  ".join(f"{t:.1f}: {u:.2f}·{a:.2f}" for t, u, a in result.curve()))
+    if not math.isnan(height := result.auc()):
+        out(f"  AUC of P(answerable), answerable vs unanswerable: {height:.3f} (whatever the threshold)")
     for cond in ("as_is", "removed"):
         lat = latency_summary(r.ms for r in result.split(cond))
         if lat["p50"] is not None:

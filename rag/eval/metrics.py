@@ -18,6 +18,9 @@ With ``R`` the relevant ids, ``top_k`` the first k ranked ids and ``g(d)`` the g
 * nDCG@k      = DCG@k / IDCG@k, DCG@k = sum over i = 1..k of g(ranked_i) / log2(i + 1)
   (linear gain, as trec_eval's ndcg_cut), IDCG@k = the DCG of all relevant grades sorted
   in descending order and cut at k.
+
+A decision's scores are judged by AUC: the probability that a positive (an answerable question)
+scores above a negative (an unanswerable one), ties counting half (Mann-Whitney U / (P x N)).
 """
 
 from __future__ import annotations
@@ -237,3 +240,23 @@ def latency_summary(values_ms: Iterable[float]) -> dict[str, float | None]:
         "p95": nearest_rank(0.95),
         "max": ordered[-1],
     }
+
+
+def auc(scores: Iterable[float], positive: Iterable[bool]) -> float:
+    """AUC of ``scores`` for telling the ``positive`` items from the rest: the probability that a
+    positive scores above a negative, ties half (average ranks); NaN without both. It does not
+    move with a threshold: a model that only shifts its operating point keeps its AUC."""
+    pairs = sorted(zip((float(s) for s in scores), (bool(p) for p in positive), strict=True))
+    pos = sum(p for _, p in pairs)
+    neg = len(pairs) - pos
+    if not pos or not neg:
+        return math.nan
+    rank_sum, i = 0.0, 0
+    while i < len(pairs):
+        j = i
+        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
+            j += 1
+        rank = (i + 1 + j) / 2  # the average 1-based rank of a run of ties
+        rank_sum += rank * sum(p for _, p in pairs[i:j])
+        i = j
+    return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
