@@ -7,11 +7,12 @@ from dataclasses import replace
 import pytest
 from conftest import write_beir
 
-from rag.bench.fit_answerability import auc, fit, operating_point
+from rag.bench.fit_answerability import fit, operating_point
 from rag.bench.refusal import SETS, set_folder
 from rag.bench.refusal_rows import Row, SetResult, print_result
 from rag.config import Settings
 from rag.errors import RagError
+from rag.eval.metrics import auc
 
 
 def _row(condition: str, refused: bool, p: float, set_name: str = "scifact", qid: str = "1") -> Row:
@@ -29,7 +30,7 @@ def test_line_has_exactly_the_issue_form():
     assert curve[0.8] == (1.0, 0.5)
 
 
-def test_a_sets_auc_is_the_curves_height_not_its_operating_point():
+def test_a_sets_auc_does_not_move_with_its_operating_point():
     rows = [_row("as_is", False, p, qid=str(i)) for i, p in enumerate((0.9, 0.7, 0.4))]
     rows += [_row("removed", True, p, qid=str(i)) for i, p in enumerate((0.5, 0.2, 0.1))]
     result = SetResult("rgb-zh", rows)

@@ -35,10 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.bench.fit_answerability import MAX_FALSE_REFUSALS, auc, fit_rows, matrix, operating_point
+from rag.bench.fit_answerability import MAX_FALSE_REFUSALS, fit_rows, matrix, operating_point
 from rag.bench.refusal import SETS
 from rag.bench.refusal_rows import Row, load_dump
 from rag.errors import DatasetError
+from rag.eval.metrics import auc
 from rag.retrieval.answerability.model import FEATURES
 from rag.rules import RULES, parse
 from rag.text.terms import question_terms

@@ -45,10 +45,10 @@ from rag.bench.answer_reader import (
     reader_base,
 )
 from rag.bench.beir import bench_home, default_kb_name, ingest_beir
-from rag.bench.fit_answerability import auc
 from rag.config import Settings
 from rag.eval.beir import beir_doc_name, iter_corpus, load_beir
 from rag.eval.datasets import resolve_dataset
+from rag.eval.metrics import auc
 from rag.retrieval.pipeline import retrieve
 
 TOP = 8  # reranked chunks kept per ask

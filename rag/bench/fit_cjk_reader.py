@@ -46,7 +46,6 @@ import numpy as np
 from rag.bench import squad
 from rag.bench.answer_reader import READER_FOLDS, fold_of  # the English reader's folds, the same hash
 from rag.bench.fine_tune import add_own_words_option, fine_tune, rebuild_command, write_fine_tune
-from rag.bench.fit_answerability import auc
 from rag.bench.reader_pairs import (
     DEFAULT_DATA,
     OTHERS,
@@ -59,6 +58,7 @@ from rag.bench.reader_pairs import (
     squad_pairs,
     squad_split,
 )
+from rag.eval.metrics import auc
 from rag.readers.reader import (
     READER_FILE,
     TRAIN_LAYERS,

@@ -42,9 +42,9 @@ from rag.bench.answer_reader import READER_FOLDS, fold_of
 
 # the same recipe as the answer reader, and its data
 from rag.bench.fine_tune import add_own_words_option, fine_tune, rebuild_command, write_fine_tune
-from rag.bench.fit_answerability import auc
 from rag.bench.hard_negatives import gut
 from rag.bench.reader_pairs import cmrc_beir, own_worded, paraphrased, squad_split, train_questions
+from rag.eval.metrics import auc
 from rag.readers.reader import grams, load_fine_tuned, padded, untrained
 from rag.readers.sentence_reader import (
     MAX_QUESTION_TOKENS,

@@ -97,7 +97,8 @@ class SetResult:
 
     def auc(self) -> float:
         """AUC of P(answerable) (the final attempt's), answerable against unanswerable questions:
-        the height of :meth:`curve`, which a refit that only moves the operating point leaves as it was."""
+        the area under the trade-off :meth:`curve` samples, which a change that only moves the
+        operating point along it leaves as it was."""
         rows = [r for r in self.rows if r.probability is not None]
         return auc((r.probability for r in rows), (r.answerable for r in rows))
 
