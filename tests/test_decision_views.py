@@ -13,6 +13,7 @@ from rag.records import ChunkRecord, ModelLabel
 from rag.retrieval.evidence import shape
 from rag.retrieval.fallback import REFUSAL_TEXT, REFUSAL_TEXT_ZH, Evidence, decide_by_rules
 from rag.retrieval.trace import ActionCause, Answerability, Candidate, Decider, FallbackAction, Trace
+from rag.views.answerability import verdict_lines
 from rag.views.chat import evidence_cards, outcome_box
 from rag.views.decision import explain, turn_explanation, turn_note
 from rag.views.highlight import md_escape
@@ -46,6 +47,20 @@ def verdict(p: float, *, absent=(), missing="", weights=True, best=0.55, thresho
 
 def decide(question: str, a: Answerability | None, best: float = 0.55, attempt: int = 1, recalled: int = 9):
     return decide_by_rules(Evidence(question, best, 0.59, True, recalled, attempt, a))
+
+
+def test_a_probability_just_under_the_threshold_is_never_shown_equal_to_it():
+    threshold = Settings().answerable_threshold  # the real default
+    question = "How many vacation days do I get per year?"
+    a = verdict(threshold - 0.0004, threshold=threshold)  # 0.4996: "0.500 < 0.500" at three decimals
+    fb = decide(question, a, attempt=2)
+    assert fb.action is FallbackAction.REJECT and fb.decided_by is Decider.ANSWERABILITY
+    assert "P(answerable) 0.4996 < 0.5000" in fb.reason
+    assert "0.4996 < 0.5000" in explain(question, fb, a).why_line
+    assert verdict_lines(a)[0].endswith("P(answerable) 0.4996 < 0.5000.")
+    passing = verdict(threshold + 0.0004, threshold=threshold)
+    assert "P(answerable) 0.5004 >= 0.5000" in decide(question, passing).reason
+    assert "0.812 >= 0.500" in decide(question, verdict(0.812, threshold=threshold)).reason  # three decimals suffice
 
 
 def test_an_absent_term_refusal_is_explained_by_that_rule_not_by_a_passing_probability():

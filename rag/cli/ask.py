@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag.cli.kb import add_kb_argument
 from rag.config import Settings
+from rag.retrieval.answerability import compared
 from rag.retrieval.trace import Trace
 
 
@@ -36,8 +37,12 @@ def run(args) -> int:
         print(f'     "{c.quote[:160]}"')
     fb = trace.fallback
     if fb is not None:
-        score = "none" if fb.best_score is None else f"{fb.best_score:.3f}"
-        print(f"\nfallback: {fb.action.value} (best {score} vs threshold {fb.threshold:.3f}; {fb.reason})")
+        score = (
+            f"none vs threshold {fb.threshold:.3f}"
+            if fb.best_score is None
+            else compared(fb.best_score, fb.threshold, named="threshold")
+        )
+        print(f"\nfallback: {fb.action.value} (best {score}; {fb.reason})")
     print(f"generator: {answer.generator}  reranker: {trace.reranker}  trace: {trace.id}")
     if args.trace:
         print_trace(trace)

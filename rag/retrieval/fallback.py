@@ -15,7 +15,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from rag.retrieval.answerability import is_chinese, refusing
+from rag.retrieval.answerability import compared, is_chinese, refusing
 from rag.retrieval.rewrite import LLM_ERRORS, ask_json
 from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision
 from rag.store.tokenize import tokenize
@@ -106,12 +106,10 @@ def _comparison(ev: Evidence) -> str:
     if rule is Decider.UNCALIBRATED:
         return "reranker scores are not calibrated; threshold not applied"
     if rule is Decider.RERANK_THRESHOLD:
-        op = ">=" if ev.best_score >= ev.threshold else "<"
-        return f"best rerank score {ev.best_score:.3f} {op} threshold {ev.threshold:.3f}"
+        return f"best rerank score {compared(ev.best_score, ev.threshold, named='threshold')}"
     a = ev.answerability
-    op = ">=" if a.probability >= a.threshold else "<"
-    compared = "best rerank score" if rule is Decider.TOP_SCORE_RULE else "P(answerable)"
-    out = f"{compared} {a.probability:.3f} {op} {a.threshold:.3f}"
+    name = "best rerank score" if rule is Decider.TOP_SCORE_RULE else "P(answerable)"
+    out = f"{name} {compared(a.probability, a.threshold)}"
     if rule is Decider.ABSENT_TERMS:
         words = ", ".join(repr(t) for t in veto)
         out = f"absent-term rule: {words} in no searched chunk (it refuses whatever the score; {out})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rag.retrieval.answerability import compared
 from rag.retrieval.answerability.model import FEATURES
 from rag.retrieval.trace import Answerability
 
@@ -32,8 +33,7 @@ def feature_frame(a: Answerability) -> pd.DataFrame:
 def verdict_lines(a: Answerability) -> list[str]:
     """Plain sentences: the model and its comparison, what the question asks for and what is missing
     (which rule decided is ``rag.views.decision``'s to say)."""
-    op = "≥" if a.probability >= a.threshold else "<"
-    lines = [f"Model {a.model} ({a.script} script): P(answerable) {a.probability:.3f} {op} {a.threshold:.3f}."]
+    lines = [f"Model {a.model} ({a.script} script): P(answerable) {compared(a.probability, a.threshold, '≥')}."]
     if a.asks_for:
         lines.append(f"The question asks for a {'name' if a.asks_for == 'person' else a.asks_for}.")
     if a.absent_terms:

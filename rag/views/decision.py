@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.answer import Answer, Outcome
-from rag.retrieval.answerability import is_chinese, refusing
+from rag.retrieval.answerability import compared, is_chinese, refusing
 from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision, Trace
 
 
@@ -240,10 +240,9 @@ def _comparison(w: Words, rule: Decider, fb: FallbackDecision, veto: list[str]) 
         return f"检索范围内没有任何片段包含{terms}" if zh else f"{terms} in no searched chunk"
     if rule in (Decider.NOTHING_RECALLED, Decider.UNCALIBRATED) or fb.best_score is None:
         return ""
-    op = "≥" if fb.best_score >= fb.threshold else "<"
     name = w.probability if rule is Decider.ANSWERABILITY else w.best_rerank
     name = name if zh or rule is Decider.ANSWERABILITY else name.lower()
-    return f"{name} {fb.best_score:.3f} {op} {fb.threshold:.3f}"
+    return f"{name} {compared(fb.best_score, fb.threshold, '≥')}"
 
 
 def _headline(w: Words, rule: Decider, fb: FallbackDecision, veto: list[str]) -> str:
@@ -288,7 +287,7 @@ def _details(w: Words, rule: Decider, fb: FallbackDecision, a: Answerability | N
     zh, out = w.lang == "zh", []
     if rule is Decider.ABSENT_TERMS and a is not None:
         ok = a.probability >= a.threshold
-        comp = f"{a.probability:.3f} {'≥' if ok else '<'} {a.threshold:.3f}"
+        comp = compared(a.probability, a.threshold, "≥")
         if zh:
             out.append(f"可回答概率 {comp} 不是决定因素：缺词规则无论分数如何都拒答。")
         elif ok:

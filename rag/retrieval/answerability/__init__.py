@@ -19,6 +19,7 @@ from rag.records import TermStats
 from rag.retrieval.answerability.messages import (
     UNCALIBRATED,
     absent_words,
+    compared,
     missing,
     reader_off,
     reason,
@@ -51,6 +52,7 @@ __all__ = [  # the stage's interface; the rest is imported from its module
     "Answerability",
     "EvidenceChunk",
     "assess",
+    "compared",
     "features",
     "is_chinese",
     "refusing",

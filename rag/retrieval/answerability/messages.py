@@ -91,11 +91,23 @@ def _whole_cuts(terms: Sequence[str], question: str) -> list[str]:
     return out
 
 
+def compared(value: float, threshold: float, at_least: str = ">=", named: str = "") -> str:
+    """'0.812 >= 0.500': a score against its threshold, with the decimals it takes for the figures
+    shown to differ when the values do ('0.4996 < 0.5000', never '0.500 < 0.500'); ``at_least``
+    is the sign for a score that reaches the threshold ('≥' on screen), ``named`` what the
+    threshold is called before its figure ('threshold 0.500')."""
+    op = at_least if value >= threshold else "<"
+    for places in range(3, 13):
+        shown, bar = f"{value:.{places}f}", f"{threshold:.{places}f}"
+        if shown != bar or value == threshold:
+            break
+    return f"{shown} {op} {named + ' ' if named else ''}{bar}"
+
+
 def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
     if not any_evidence:
         return "no evidence recalled"
-    op = ">=" if prob >= thr else "<"
-    out = f"P(answerable) {prob:.3f} {op} {thr:.3f}"
+    out = f"P(answerable) {compared(prob, thr)}"
     return out + (f"; absent-term rule: {', '.join(repr(t) for t in veto)} in no searched chunk" if veto else "")
 
 
