@@ -56,7 +56,9 @@ def test_a_probability_just_under_the_threshold_is_never_shown_equal_to_it():
     fb = decide(question, a, attempt=2)
     assert fb.action is FallbackAction.REJECT and fb.decided_by is Decider.ANSWERABILITY
     assert "P(answerable) 0.4996 < 0.5000" in fb.reason
-    assert "0.4996 < 0.5000" in explain(question, fb, a).why_line
+    ex = explain(question, fb, a)
+    assert "0.4996 < 0.5000" in ex.why_line
+    assert [m.value for m in ex.metrics][-3:] == ["0.4996", "0.5000", "-0.0004"]  # the Scores tab's tiles
     assert verdict_lines(a)[0].endswith("P(answerable) 0.4996 < 0.5000.")
     passing = verdict(threshold + 0.0004, threshold=threshold)
     assert "P(answerable) 0.5004 >= 0.5000" in decide(question, passing).reason

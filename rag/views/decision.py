@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag.answer import Answer, Outcome
-from rag.retrieval.answerability import compared, is_chinese, refusing
+from rag.retrieval.answerability import compared, decimals, is_chinese, refusing
 from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision, Trace
 
 
@@ -313,11 +313,12 @@ def _metrics(w: Words, rule: Decider, fb: FallbackDecision, veto: list[str]) -> 
         return out
     answerability = rule is Decider.ANSWERABILITY
     score, thr = fb.best_score, fb.threshold
+    places = decimals(score, thr)  # a score just under the threshold is not shown equal to it
     return [
         *out,
-        Metric(w.probability if answerability else w.best_rerank, f"{score:.3f}"),
-        Metric(w.threshold if answerability else w.rerank_threshold, f"{thr:.3f}"),
-        Metric(w.margin, f"{score - thr:+.3f}"),
+        Metric(w.probability if answerability else w.best_rerank, f"{score:.{places}f}"),
+        Metric(w.threshold if answerability else w.rerank_threshold, f"{thr:.{places}f}"),
+        Metric(w.margin, f"{score - thr:+.{places}f}"),
     ]
 
 
@@ -330,7 +331,8 @@ def _rerank_line(w: Words, rule: Decider, fb: FallbackDecision) -> ChartLine | N
 def _point(w: Words, rule: Decider, fb: FallbackDecision) -> OperatingPoint | None:
     if rule is not Decider.ANSWERABILITY or fb.best_score is None:
         return None
-    label = f"{w.probability} {fb.best_score:.3f} · {w.threshold} {fb.threshold:.3f}"
+    places = decimals(fb.best_score, fb.threshold)
+    label = f"{w.probability} {fb.best_score:.{places}f} · {w.threshold} {fb.threshold:.{places}f}"
     return OperatingPoint(fb.best_score, fb.threshold, label)
 
 

@@ -97,11 +97,16 @@ def compared(value: float, threshold: float, at_least: str = ">=", named: str = 
     is the sign for a score that reaches the threshold ('≥' on screen), ``named`` what the
     threshold is called before its figure ('threshold 0.500')."""
     op = at_least if value >= threshold else "<"
-    for places in range(3, 13):
-        shown, bar = f"{value:.{places}f}", f"{threshold:.{places}f}"
-        if shown != bar or value == threshold:
-            break
-    return f"{shown} {op} {named + ' ' if named else ''}{bar}"
+    places = decimals(value, threshold)
+    return f"{value:.{places}f} {op} {named + ' ' if named else ''}{threshold:.{places}f}"
+
+
+def decimals(value: float, threshold: float) -> int:
+    """The decimals (3 or more) at which ``value`` and ``threshold`` are written apart when they differ."""
+    places = 3
+    while places < 12 and value != threshold and f"{value:.{places}f}" == f"{threshold:.{places}f}":
+        places += 1
+    return places
 
 
 def reason(prob: float, thr: float, veto: list[str], any_evidence: bool) -> str:
