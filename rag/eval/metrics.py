@@ -244,19 +244,11 @@ def latency_summary(values_ms: Iterable[float]) -> dict[str, float | None]:
 
 def auc(scores: Iterable[float], positive: Iterable[bool]) -> float:
     """AUC of ``scores`` for telling the ``positive`` items from the rest: the probability that a
-    positive scores above a negative, ties half (average ranks); NaN without both. It does not
-    move with a threshold: a model that only shifts its operating point keeps its AUC."""
-    pairs = sorted(zip((float(s) for s in scores), (bool(p) for p in positive), strict=True))
-    pos = sum(p for _, p in pairs)
-    neg = len(pairs) - pos
-    if not pos or not neg:
+    positive scores above a negative, ties half (scikit-learn's ``roc_auc_score``); NaN without
+    both. It does not move with a threshold: a model that only shifts its operating point keeps it."""
+    from sklearn.metrics import roc_auc_score  # imported when a decision is judged, not with the metrics
+
+    labels = [bool(p) for p in positive]
+    if all(labels) or not any(labels):
         return math.nan
-    rank_sum, i = 0.0, 0
-    while i < len(pairs):
-        j = i
-        while j < len(pairs) and pairs[j][0] == pairs[i][0]:
-            j += 1
-        rank = (i + 1 + j) / 2  # the average 1-based rank of a run of ties
-        rank_sum += rank * sum(p for _, p in pairs[i:j])
-        i = j
-    return (rank_sum - pos * (pos + 1) / 2) / (pos * neg)
+    return float(roc_auc_score(labels, [float(s) for s in scores]))
