@@ -25,6 +25,19 @@ def test_wordnet_gives_the_everyday_sense_keyed_by_the_index_stem():
     assert synonyms("vacat")[0].source == WORDNET_LABEL
 
 
+def test_an_english_word_takes_its_own_lemmas_synonyms_not_every_word_sharing_its_stem():
+    # "relatives", "relation" and "relate" are all the stem "relat"; "severity" and "sever" are "sever"
+    assert "coitus" in spellings("relat")  # a sense of "relation", pooled under the stem
+    own = {s.spelling for s in synonyms("relat", "relatives")}
+    assert "congener" in own and not own & {"coitus", "connect", "associate"}
+    assert not {s.spelling for s in synonyms("sever", "severity")} & {"rupture", "rift"}
+    assert {s.spelling for s in synonyms("vacat", "Vacations")} == {"holiday"}  # WordNet's suffix rules
+    assert {s.spelling for s in synonyms("day", "day's")} == {s.spelling for s in synonyms("day", "days")}
+    # a handbook that says "connect" does not hold the question's "relatives"
+    assert present_synonyms({"relat": "relatives"}, TermStats(10, {"connect": 1})) == {}
+    assert "vacat" in present_synonyms({"vacat": "vacation"}, TermStats(10, {"holiday": 1}))
+
+
 def test_cilin_gives_chinese_synonyms_matched_as_substrings():
     found = {s.spelling: s for s in synonyms("伙食")}
     assert "餐饮" in found and found["餐饮"].source == CILIN_LABEL

