@@ -10,12 +10,18 @@ sense). Rarer senses are left out because a synonym only has to hold where a use
 word's everyday sense, and every extra sense is a way to count an unrelated word as present.
 The table is small (a few MB compressed) and ships in the package with WordNet's licence
 (``rag/text/data/WORDNET-LICENSE``), so nothing is looked up or downloaded at run time.
+
+Beside it, ``wordnet-forms.tsv.gz``: WordNet's exception lists (``noun.exc``, ``verb.exc``,
+``adj.exc``), the irregular forms its suffix rules cannot bring back to their lemma ("swapping" ->
+"swap", "paid" -> "pay", "children" -> "child"), for the lemmas the table holds; ``rag.text.synonyms``
+reads a question's word through both, the way WordNet's morphy does.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+from collections.abc import Container
 from pathlib import Path
 
 # most frequent synsets read per lemma: a noun's second sense is often the same thing seen
@@ -25,6 +31,7 @@ SENSES = {"noun": 2, "verb": 1, "adj": 1, "adv": 1}
 # found in almost any passage, so it says nothing (Zipf scale: log10 of uses per billion words)
 MAX_ZIPF_RISE = 0.75
 OUT = Path(__file__).resolve().parents[1] / "text" / "data" / "wordnet-synonyms.tsv.gz"
+FORMS_OUT = OUT.with_name("wordnet-forms.tsv.gz")
 
 
 def synset_words(data: Path) -> dict[int, list[str]]:
@@ -80,21 +87,40 @@ def build(root: Path) -> dict[str, set[str]]:
     return {k: v for k, v in table.items() if v and k not in plural}
 
 
+def forms(root: Path, lemmas: Container[str]) -> dict[str, set[str]]:
+    """Irregular form -> its lemmas that ``lemmas`` holds, from WordNet's exception lists."""
+    out: dict[str, set[str]] = {}
+    for pos in ("noun", "verb", "adj"):
+        for line in (root / f"{pos}.exc").read_text(encoding="utf-8", errors="replace").splitlines():
+            form, *bases = line.split()  # multi-word entries join their words by "_": never one word
+            found = {b for b in bases if b in lemmas and b != form}
+            if found:
+                out.setdefault(form, set()).update(found)
+    return out
+
+
+def write_table(path: Path, rows: dict[str, set[str]]) -> int:
+    lines = [f"{k}\t{'|'.join(sorted(v))}\n" for k, v in sorted(rows.items())]
+    # mtime=0: the same WordNet gives the same bytes
+    path.write_bytes(gzip.compress("".join(lines).encode("utf-8"), compresslevel=9, mtime=0))
+    return len(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--wordnet", default="/usr/share/wordnet", help="WordNet 3.0 dict folder (data.noun, index.noun, ...)"
     )
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--out", default=str(OUT), help="the synonym table; the forms table is written beside it")
     args = ap.parse_args(argv)
     root = Path(args.wordnet)
     if not (root / "data.noun").exists():
         raise SystemExit(f"no WordNet database in {root}: apt-get install wordnet-base, or pass --wordnet DIR")
     table = build(root)
-    lines = [f"{k}\t{'|'.join(sorted(v))}\n" for k, v in sorted(table.items())]
-    # mtime=0: the same WordNet gives the same bytes
-    Path(args.out).write_bytes(gzip.compress("".join(lines).encode("utf-8"), compresslevel=9, mtime=0))
-    print(f"wrote {args.out}: {len(lines)} lemmas")
+    out = Path(args.out)
+    print(f"wrote {out}: {write_table(out, table)} lemmas")
+    forms_out = out.with_name(FORMS_OUT.name)
+    print(f"wrote {forms_out}: {write_table(forms_out, forms(root, table))} irregular forms")
     return 0
 
 

