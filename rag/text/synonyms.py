@@ -60,17 +60,13 @@ _DETACH = (
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 
 
-def synonyms(term: str, spelled: str = "") -> tuple[Synonym, ...]:
-    """The synonyms of a BM25 ``term`` (an English stem or a jieba word), none when unknown. An
-    English term ``spelled`` as the question writes it takes those of the lemmas that word is a
-    form of (``lemmas``), none when it is no form of one; without ``spelled``, those of every
-    lemma with the stem."""
-    if _CJK.search(term):
-        return _cilin().get(term, ())
-    by_stem, by_lemma = _wordnet()
-    if not spelled:
-        return by_stem.get(term, ())
-    return tuple({s.spelling: s for lemma in lemmas(spelled, by_lemma) for s in by_lemma[lemma]}.values())
+def synonyms(word: str) -> tuple[Synonym, ...]:
+    """The synonyms of a question's ``word`` as it writes it (a jieba word for Chinese): an English
+    word's are those of the WordNet lemmas it is a form of (``lemmas``); none when it is unknown."""
+    if _CJK.search(word):
+        return _cilin().get(word, ())
+    table = _wordnet()
+    return tuple({s.spelling: s for lemma in lemmas(word, table) for s in table[lemma]}.values())
 
 
 def lemmas(word: str, known: Container[str]) -> list[str]:
@@ -92,27 +88,24 @@ def _forms() -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=1)
-def _wordnet() -> tuple[dict[str, tuple[Synonym, ...]], dict[str, tuple[Synonym, ...]]]:
-    """(BM25 stem -> the synonyms of every lemma with that stem, lemma -> its own synonyms)."""
-    by_stem: dict[str, dict[str, Synonym]] = {}
-    by_lemma: dict[str, tuple[Synonym, ...]] = {}
+def _wordnet() -> dict[str, tuple[Synonym, ...]]:
+    """Lemma -> its synonyms, each as written and as the BM25 index reads it (one the index reads
+    as the lemma itself, "relation" beside "relative", both "relat", is no other word to it)."""
+    out: dict[str, tuple[Synonym, ...]] = {}
     with gzip.open(WORDNET_TABLE, "rt", encoding="utf-8") as fh:
         for line in fh:
             lemma, _, others = line.rstrip("\n").partition("\t")
             key = tuple(tokenize(lemma))
             if len(key) != 1:
                 continue
-            own = {}
+            own: dict[str, Synonym] = {}
             for other in others.split("|"):
                 tokens = tuple(tokenize(other))
                 if tokens and tokens != key:
                     own.setdefault(other, Synonym(other, tokens, WORDNET_LABEL))
             if own:
-                by_lemma[lemma] = tuple(own.values())
-                pooled = by_stem.setdefault(key[0], {})
-                for other, syn in own.items():
-                    pooled.setdefault(other, syn)
-    return {k: tuple(v.values()) for k, v in by_stem.items()}, by_lemma
+                out[lemma] = tuple(own.values())
+    return out
 
 
 class SynonymsMissing(RuntimeError):

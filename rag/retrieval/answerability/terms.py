@@ -132,8 +132,9 @@ def synonym_tokens(question: str) -> list[str]:
     which synonyms the documents use (``present_synonyms``)."""
     if not rules.on("synonyms"):
         return []
-    terms = question_terms(question)
-    return list(dict.fromkeys(tok for t, shown in terms.items() for s in synonyms(t, shown) for tok in s.tokens))
+    return list(
+        dict.fromkeys(tok for shown in question_terms(question).values() for s in synonyms(shown) for tok in s.tokens)
+    )
 
 
 def present_synonyms(surface: Mapping[str, str], stats: TermStats) -> dict[str, tuple[Synonym, ...]]:
@@ -145,7 +146,7 @@ def present_synonyms(surface: Mapping[str, str], stats: TermStats) -> dict[str, 
     for t in surface:
         if stats.df.get(t, 0):
             continue
-        found = tuple(s for s in synonyms(t, surface[t]) if all(stats.df.get(tok, 0) for tok in s.tokens))
+        found = tuple(s for s in synonyms(surface[t]) if all(stats.df.get(tok, 0) for tok in s.tokens))
         if found:
             out[t] = found
     return out
