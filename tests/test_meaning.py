@@ -32,6 +32,10 @@ def test_an_english_word_takes_its_own_lemmas_synonyms_not_every_word_sharing_it
     assert spellings("day's") == spellings("days") == spellings("day")  # WordNet's suffix rules
     assert "utilize" in spellings("applied") and {"switch", "swop"} <= spellings("swapping")  # its exception lists
     assert spellings("corporate") == set()  # a form of no lemma the table holds: none ("corporation" has some)
+    assert {"aid", "portion"} <= spellings("helping")  # the verb "help" and the noun "helping"
+    # no suffix rule reads a word as an abbreviation's lemma or an adjective's comparative
+    assert "thursday" not in spellings("thing") and spellings("per") == set()  # "th", "p"
+    assert not spellings("carer") & {"car", "automobile"}  # "-er" read as a comparative
     # a handbook that says "connect" does not hold the question's "relatives"
     assert present_synonyms({"relat": "relatives"}, TermStats(10, {"connect": 1})) == {}
     assert "vacat" in present_synonyms({"vacat": "vacation"}, TermStats(10, {"holiday": 1}))

@@ -81,22 +81,25 @@ def build(root: Path) -> dict[str, set[str]]:
                 table.setdefault(lemma, set()).update(
                     w for w in words.get(offset, ()) if w != lemma and zipf_frequency(w, "en") <= ceiling
                 )
-    nouns = senses["noun"]
     # "days" (a lifetime) is its own lemma beside "day": a user's "days" means the plural of "day"
-    plural = {w for w in table if w.endswith("s") and (w[:-1] in nouns or (w.endswith("es") and w[:-2] in nouns))}
-    return {k: v for k, v in table.items() if v and k not in plural}
+    return {k: v for k, v in table.items() if v and not _plural(k, senses["noun"])}
 
 
-def forms(root: Path, lemmas: Container[str]) -> dict[str, set[str]]:
-    """Irregular form -> its lemmas that ``lemmas`` holds, from WordNet's exception lists."""
+def forms(root: Path, table: Container[str]) -> dict[str, set[str]]:
+    """Irregular form -> its ``table`` lemmas, from WordNet's exception lists ("swapping" -> "swap")."""
     out: dict[str, set[str]] = {}
     for pos in ("noun", "verb", "adj"):
         for line in (root / f"{pos}.exc").read_text(encoding="utf-8", errors="replace").splitlines():
             form, *bases = line.split()  # multi-word entries join their words by "_": never one word
-            found = {b for b in bases if b in lemmas and b != form}
+            found = {b for b in bases if b in table and b != form}
             if found:
                 out.setdefault(form, set()).update(found)
     return out
+
+
+def _plural(word: str, nouns: Container[str]) -> bool:
+    """A plural whose singular is a noun lemma ("days": a lifetime, and the plural of "day")."""
+    return word.endswith("s") and (word[:-1] in nouns or (word.endswith("es") and word[:-2] in nouns))
 
 
 def write_table(path: Path, rows: dict[str, set[str]]) -> int:

@@ -51,12 +51,14 @@ class Synonym:
         return bool(self.tokens) and set(self.tokens) <= text_tokens
 
 
-# WordNet's morphy detachment rules (noun, verb, adjective): an inflected form -> its lemma's candidates
+# WordNet's morphy detachment rules for nouns and verbs: an inflected form -> its lemma's candidates.
+# Not its adjective rules ("-er", "-est"): without a part of speech they read "carer" as "car";
+# the common comparatives are in its exception lists ("bigger" -> "big").
 _DETACH = (
     ("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"),
     ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", ""),
-    ("er", ""), ("est", ""), ("er", "e"), ("est", "e"),
 )  # fmt: skip
+MIN_BASE = 3  # a shorter base is an abbreviation's lemma, not the word's ("per" -> "p", "feed" -> "fe")
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 
 
@@ -70,13 +72,19 @@ def synonyms(word: str) -> tuple[Synonym, ...]:
 
 
 def lemmas(word: str, known: Container[str]) -> list[str]:
-    """The ``known`` lemmas ``word`` is a form of, as WordNet's morphy finds them: itself, its
-    irregular forms' lemmas ("swapping" -> "swap", "paid" -> "pay") and what its suffix rules bring
-    it back to ("relatives" -> "relative", "days" -> "day", "learning" -> "learning" and "learn")."""
+    """The ``known`` lemmas ``word`` is a form of, as WordNet reads it in any part of speech:
+    itself, its exception lists' lemmas ("swapping" -> "swap", "paid" -> "pay") and what its suffix
+    rules bring it back to ("relatives" -> "relative", "days" -> "day", "helping" -> "helping" and
+    "help")."""
     low = _POSSESSIVE.sub("", word.lower())
-    bases = [low, *_forms().get(low, ())]
-    bases += [low[: -len(end)] + base for end, base in _DETACH if low.endswith(end) and len(low) > len(end)]
-    return [b for b in dict.fromkeys(bases) if b in known]
+    found = [low, *_forms().get(low, ()), *suffix_bases(low)]
+    return [b for b in dict.fromkeys(found) if b in known]
+
+
+def suffix_bases(word: str) -> list[str]:
+    """What WordNet's suffix rules bring ``word`` back to, every rule that applies."""
+    bases = (word[: -len(end)] + base for end, base in _DETACH if word.endswith(end))
+    return [b for b in bases if len(b) >= MIN_BASE]
 
 
 @lru_cache(maxsize=1)
