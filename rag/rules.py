@@ -33,9 +33,11 @@ RULES: Mapping[str, str] = MappingProxyType(
         "spellings": "another spelling (a typo, another jieba cut, a figure in Chinese numerals) is not absent",
         "synonyms": "a WordNet (English) or Cilin (Chinese) synonym in the documents covers a term",
         "close-phrases": "an evidence phrase close in meaning (MiniLM cosine >= 0.599) covers an English term",
+        "amount-ranges": "an amount the question states is held by a rule whose range holds it (六百块 by 超过 500 元)",
         # the extractive answerer (rag.answer.extractive)
         "question-sentences": "a sentence that asks (a headline, an FAQ line) never answers",
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",
+        "shares": "a part asking for a share (what percentage, 比例, 几折) prefers a sentence holding one (50%, 三成, 1:7)",
         "out-of-range": "a rule for a range the asked amount is outside of is lowered",
         "lead-ins": "a list item counts its lead-in's terms, and a lead-in never answers",
         "reader-reads-all": "the sentence reader reads chunks under headings too and English questions' chunks, "

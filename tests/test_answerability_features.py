@@ -434,3 +434,48 @@ def test_a_decimal_point_does_not_end_the_sentence_that_holds_the_answer():
     text = "文件编号：FIN-SH-003，版本 2.0，自 2025 年 1 月 1 日起施行。"
     r = features("这份报销制度从哪天开始施行？文件编号是多少？", [EvidenceChunk(text, 0.9, 1, 1)], stats)
     assert r.best_sentence == text and r.x["kind_missing"] == 0.0
+
+
+def test_an_amount_the_question_states_is_held_by_a_rule_whose_range_holds_it():
+    """ "六百块的办公用品" against "单价超过 500 元的物品须事先申请", "a USD 20,000 expense" against "Claims
+    above USD 10,000 need the CFO": the amount is the case the rule is for, not a word the
+    documents must repeat. The best sentence holds it, the Inspector says how ("range"), and a
+    rule for other amounts, a year and a count never do; the ablation switch turns it off."""
+    index = BM25Index.build(
+        [
+            ("a:1:1:0", "个人申请采购单价超过 500 元的物品，须事先提交采购申请。办公用品由行政部统一采购。"),
+            ("b:1:1:0", "Claims above USD 10,000 need approval from the CFO. Smaller claims need a director."),
+            ("c:1:1:0", "单笔报销金额不超过 300 元的，由部门经理审批。"),
+        ],
+        version=1,
+    )
+
+    def read(question, text):
+        terms = question_terms(question)
+        return terms, features(question, [EvidenceChunk(text, 0.9, 1, 1)], index.term_stats(list(terms)))
+
+    terms, r = read("自己买一件六百块的办公用品之前要做什么？", index.texts[0])
+    pieces = {t for t in terms if t in "六百块"}
+    assert pieces and not {terms[t] for t in pieces} & set(r.absent + r.unheld)
+    assert {m.term: m.found for m in r.matches if m.term in pieces} == dict.fromkeys(pieces, "range")
+    assert all(m.in_best_sentence for m in r.matches if m.term in pieces)
+    assert r.best_sentence.startswith("个人申请采购单价超过 500 元")
+
+    _, r = read("Who has to sign off on a USD 20,000 expense?", index.texts[1])
+    assert {m.term for m in r.matches if m.in_best_sentence} >= {"USD", "20", "000"}
+    assert r.best_sentence.startswith("Claims above USD 10,000")
+
+    _, r = read("自己买一件六百块的办公用品之前要做什么？", index.texts[2])  # a rule for up to 300 元
+    assert "六百块" in r.unheld + r.absent
+    assert not any(
+        m.found == "range" for m in read("Who won in 2022?", "Claims above 2,000 need a director.")[1].matches
+    )
+
+
+def test_the_amount_range_rule_switches_off(monkeypatch):
+    monkeypatch.setenv("RAG_RULES_OFF", "amount-ranges")
+    index = BM25Index.build([("a:1:1:0", "个人申请采购单价超过 500 元的物品，须事先提交采购申请。")], version=1)
+    question = "自己买一件六百块的办公用品之前要做什么？"
+    terms = question_terms(question)
+    r = features(question, [EvidenceChunk(index.texts[0], 0.9, 1, 1)], index.term_stats(list(terms)))
+    assert "六百块" in r.unheld + r.absent and not any(m.found == "range" for m in r.matches)

@@ -11,13 +11,13 @@ import pytest
 from answer_helpers import make_evidence
 
 from rag.answer.base import DraftRequest
-from rag.answer.conditions import Interval, outside_range, question_ranges, sentence_range
 from rag.answer.extractive import score_for_part, select_sentences
 from rag.answer.question import question_parts
 from rag.answer.sentences import partial_row, record_keys, split_sentences
 from rag.answer.support import EvidenceIndex
 from rag.ask import ask
 from rag.ingest.pipeline import UploadItem
+from rag.text.amounts import Interval, outside_range, question_ranges, sentence_range
 from rag.text.asked import AnswerKind, asked_share, carries
 
 POLICY = b"""# Claims handbook

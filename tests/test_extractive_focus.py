@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer.conditions import Interval, outside_range
 from rag.answer.question import question_parts
 from rag.ask import ask
 from rag.ingest.pipeline import UploadItem
+from rag.text.amounts import Interval, outside_range
 
 TRAVEL = b"""# Travel policy
 

@@ -7,7 +7,7 @@ import pytest
 
 from rag.answer.question import has_date, question_parts
 from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, question_terms
-from rag.text.figures import MONTHS, asks_date, asks_number, dates_in, names_quantity
+from rag.text.figures import MONTHS, asks_date, asks_number, asks_share, dates_in, holds_share, names_quantity
 from rag.text.frames import is_frame_token
 
 
@@ -37,6 +37,51 @@ def test_may_alone_is_the_modal_not_the_month():
 )
 def test_asks_number(question, number):
     assert asks_number(question) is number
+
+
+@pytest.mark.parametrize(
+    ("question", "share"),
+    [
+        ("出差第一天的餐补按什么比例发？", True),
+        ("养老保险自己要从工资里扣百分之几", True),
+        ("这季度评了个C，奖金打几折？", True),
+        ("What percentage of France's population is protestant?", True),
+        ("What proportion has to be farmland?", True),
+        ("出差一天的餐补是多少？", False),
+        ("How many days of leave do I get?", False),
+        ("How much of the budget goes to travel?", False),  # answered by an amount as often as by a share
+        ("What was the ratio of British settlers to French?", True),
+        ("What is the power-to-weight ratio of a steam plant?", False),  # a named quantity, not a share
+    ],
+)
+def test_a_share_question_asks_for_a_share_and_a_figure(question, share):
+    assert asks_share(question) is share
+    part = question_parts(question)[0]
+    assert part.wants_share is share
+    assert part.wants_figure or not share
+
+
+@pytest.mark.parametrize(
+    ("text", "share"),
+    [
+        ("出发当天和返回当天按 50% 发放。", True),
+        ("建筑业占国内生产总值的 6％至 9％。", True),
+        ("男女生比例约为1：7。", True),
+        ("British settlers outnumbered the French 20 to 1.", True),
+        ("about one-eighth the number of French Catholics", True),
+        ("estimates ranging from 200,000 to 1,000,000", False),
+        ("绩效系数为 0.6。", True),
+        ("试用期工资按转正工资的八折发放。", True),
+        ("其中三成用于研发。", True),
+        ("A two-thirds majority is needed.", True),
+        ("Over half of the forest is gone.", True),
+        ("每人每天 180 元。", False),
+        ("项目已完成，成本为 3,000 元。", False),  # 成 after no numeral
+        ("Reviews are held in Q3 2025.", False),
+    ],
+)
+def test_a_share_is_a_percentage_ratio_fraction_or_discount(text, share):
+    assert holds_share(text) is share
 
 
 def test_quantity_nouns_come_from_a_general_list():

@@ -10,7 +10,7 @@ item holding the figure does; only a yes/no part, answered in a sentence's own w
 the lead-in ("…，无需提供餐饮发票：" says no). A sentence answers only when it carries what the
 part asks for (``asked.py``: the asked thing and some of its scope, or the figure asked for),
 and a rule for another amount range than the asked one ("above USD 10,000") is lowered
-(``conditions.py``). A table row is one sentence (``sentences.py``); the tail of a row cut off
+(``rag.text.amounts``). A table row is one sentence (``sentences.py``); the tail of a row cut off
 by the chunk's start never answers. A part no sentence answers well enough gets a fixed gap sentence
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
 A Chinese part is read by meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine
@@ -31,7 +31,6 @@ from llama_index.core.llms import LLM
 from rag import rules
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
-from rag.answer.conditions import outside_range
 from rag.answer.picks import LIST_MARKER_RE, SOURCE_REF_RE, Gap, Pick, compose, list_body
 from rag.answer.question import QuestionPart, has_date, missing_names, question_parts
 from rag.answer.sentences import CJK_RE, Segment, partial_row
@@ -40,7 +39,9 @@ from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.readers.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.records import ModelLabel
 from rag.text import lexical
+from rag.text.amounts import outside_range
 from rag.text.asked import carries
+from rag.text.figures import holds_share
 from rag.text.question import analyse
 from rag.text.script import CJK, Script, script_of
 
@@ -49,7 +50,11 @@ MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an ea
 COMPLEMENT_CUT = 0.95  # a second sentence for a part must score this share of the best one
 PREFIX_MATCH = 6  # English words sharing this many first letters (and nearly the same length)
 MAX_SUFFIX_GAP = 2  # ... count as the same term
-NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 and the sentence holds no number
+NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 (or a share: 比例) and the sentence holds none
+# the part asks for a share (比例, "what percentage") and the sentence holds none: 0.6 answers as many
+# train share questions with their reference as no rule and fewer with a wrong figure; 0 loses some
+# (docs/BENCHMARKS.md, "Amounts and shares")
+NO_SHARE_FACTOR = 0.6
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
@@ -124,7 +129,7 @@ def score_for_part(
     """Every usable evidence sentence scored against one part of the question: term coverage
     (a list item counts the terms of the lead-in that introduces it, every sentence those of
     its chunk's heading path) blended with embedding
-    cosine, lowered when the part asks for a figure the sentence lacks (``NO_FIGURE_FACTOR``)
+    cosine, lowered when the part asks for a figure or a share the sentence lacks (``NO_FIGURE_FACTOR``)
     or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
     range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). A Chinese part adds a
     little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
@@ -192,12 +197,15 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
     gives the figure or date the part asks for."""
     no_figure = part.wants_figure and not lexical.numbers(body)
     no_date = part.wants_date and not has_date(body)
+    no_share = part.wants_share and not holds_share(body)  # "50%" answers 比例, "180 元" does not
     factor = NO_FIGURE_FACTOR if no_figure or no_date else 1.0
+    if no_share:
+        factor *= NO_SHARE_FACTOR
     if part.cjk != (script_of(body) == CJK):
         factor *= OTHER_LANGUAGE_FACTOR
     if rules.on("out-of-range") and outside_range(part.ranges, body):
         factor *= OUT_OF_RANGE_FACTOR
-    gives = (part.wants_figure and not no_figure) or (part.wants_date and not no_date)
+    gives = (part.wants_figure and not no_figure and not no_share) or (part.wants_date and not no_date)
     return factor, gives
 
 

@@ -1,5 +1,5 @@
-"""What a question part asks, for the extractive answerer: its terms, whether it wants a figure
-or a date, the amounts and names it states. The parts themselves come from the
+"""What a question part asks, for the extractive answerer: its terms, whether it wants a figure,
+a share or a date, the amounts and names it states. The parts themselves come from the
 question's one reading (``rag.text.question.analyse``).
 """
 
@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass
 
 from rag import rules
-from rag.answer.conditions import Interval, question_ranges
 from rag.text import figures as figure_rules
 from rag.text import lexical
+from rag.text.amounts import Interval, question_ranges
 from rag.text.asked import AnswerKind, Asked, asked_for
 from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK, HAN_RE, script_of
@@ -34,6 +34,7 @@ class QuestionPart:
     context: frozenset[str] = (
         frozenset()
     )  # terms of the answered parts before it ("…cap, and who approves exceptions?")
+    wants_share: bool = False  # asks for a percentage, a proportion, a ratio or a discount (a figure too)
 
     @property
     def yes_no(self) -> bool:
@@ -65,12 +66,13 @@ def _content(text: str) -> frozenset[str]:
 def _part(text: str) -> QuestionPart:
     cjk = script_of(text) == CJK
     date = figure_rules.asks_date(text)
-    figure = date or figure_rules.asks_number(text) or figure_rules.names_quantity(text)
+    share = rules.on("shares") and figure_rules.asks_share(text)
+    figure = date or share or figure_rules.asks_number(text) or figure_rules.names_quantity(text)
     ranges = question_ranges(text)
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     asked = asked_for(text, cjk, _content)
-    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, asked)
+    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, asked, wants_share=share)
 
 
 def has_date(text: str) -> bool:

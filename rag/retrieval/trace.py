@@ -148,7 +148,9 @@ class TermMatch:
     """How the searched documents say one salient question term."""
 
     term: str  # as the user wrote it
-    found: str  # as written | spelling (a typo, a jieba cut, a figure in digits) | synonym | close phrase | absent
+    found: (
+        str  # as written | spelling (a typo, a jieba cut, a figure in digits) | synonym | close phrase | range | absent
+    )
     via: str = ""  # the spelling or synonyms found, with the resource that gave them
     in_best_sentence: bool = False  # whether the best evidence sentence holds it (any of those ways)
 

@@ -51,6 +51,21 @@ _ASKS_NUMBER = re.compile(
     rf"|多少|几[{ZH_MEASURE}%]|多久|多长|多大|多高|多重|多远|多深|多宽|百分之几|几成",
     re.I,
 )
+# a share: a percentage, a proportion, a ratio, a discount ("what percentage", 比例, 几成, 打几折)
+_ASKS_SHARE = re.compile(
+    r"\b(?:what|which)\s+(?:percentage|percent|per\s+cent|proportion|fraction|share|ratio|portion)\b"
+    r"|\bhow many (?:percent|per\s+cent)\b|\b(?:the|a)\s+(?:percentage|proportion|ratio|fraction)\s+of\b"
+    r"|比例|百分比|百分之几|百分之多少|几成|占比|比重|比率|几折|多少折",
+    re.I,
+)
+_ZH_DIGIT = "一二三四五六七八九两"
+SHARE = re.compile(
+    r"\d\s*[%％‰]|\d\s*[:：比]\s*\d|\d\s*/\s*\d|(?<![\d.])0\.\d|(?<![\d,.])\d{1,3}\s+to\s+\d{1,3}(?!\d|[,.]\d|%)|\bper\s?cent\b|\bhalf\b"
+    r"|\bmajority\b|\b(?:a|one|two|three|four|five|six|seven|eight|nine)[\s-]+"
+    r"(?:third|quarter|fifth|sixth|seventh|eighth|ninth|tenth)s?\b"
+    rf"|百分之|千分之|分之|一半|半数|过半|大半|[{_ZH_DIGIT}]成(?![为功本员立绩年都果长熟交])|\d\s*折|[{_ZH_DIGIT}]折",
+    re.I,
+)
 _QUANTITY_NOUN = re.compile(
     rf"\b(?:{'|'.join(sorted(QUANTITY_NOUNS_EN))})\b|(?:{'|'.join(QUANTITY_NOUNS_ZH)})[？?]?$", re.I
 )
@@ -75,6 +90,16 @@ def asks_date(question: str) -> bool:
 def asks_number(question: str) -> bool:
     """The wording asks how many or how much: "how many", "what percentage", 多少, 几项."""
     return bool(_ASKS_NUMBER.search(question))
+
+
+def asks_share(question: str) -> bool:
+    """The wording asks for a share: "what percentage", "what proportion", 比例, 几成, 几折."""
+    return bool(_ASKS_SHARE.search(question))
+
+
+def holds_share(text: str) -> bool:
+    """A percentage, a ratio, a fraction or a discount: "50%", "1：7", "20 to 1", "0.6", "two-thirds", 百分之三十, 三成, 八折."""
+    return bool(SHARE.search(text))
 
 
 def names_quantity(question: str) -> bool:

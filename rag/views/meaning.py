@@ -12,6 +12,7 @@ FOUND_LABELS = {
     "spelling": "as another spelling",
     "synonym": "as a synonym",
     "close phrase": "as a phrase close in meaning",
+    "range": "in a rule's amount range",
     "absent": "not at all",
 }
 FOUND_LABELS_ZH = {
@@ -19,6 +20,7 @@ FOUND_LABELS_ZH = {
     "spelling": "其他写法",
     "synonym": "同义词",
     "close phrase": "意思相近的说法",
+    "range": "在规定的金额范围内",
     "absent": "没有找到",
 }
 

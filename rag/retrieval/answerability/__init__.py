@@ -32,6 +32,7 @@ from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader_features import Locator, read_sentences, read_window, shipped_readers
 from rag.retrieval.answerability.terms import (
     AnswerKind,
+    Ranged,
     alias_df,
     carries,
     coverage,
@@ -44,6 +45,7 @@ from rag.retrieval.answerability.terms import (
 )
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
+from rag.text.amounts import amount_terms, covers, money_asked
 from rag.text.question import QuestionAnalysis, reading
 from rag.text.script import CJK_LETTER_RE, is_chinese, script_of  # script_of, is_chinese: re-exported
 from rag.text.synonyms import Synonym
@@ -117,19 +119,31 @@ def features(
         for t, close in close_phrases(latin, [c.text for c in ranked[:EVIDENCE_CHUNKS]], embed).items():
             others[t] = (Synonym(close.phrase, tuple(tokenize(close.phrase)), f"close phrase, cos {close.cosine:.2f}"),)
             gone.discard(t)
+    top = list(ranked[:EVIDENCE_CHUNKS])
+    # an amount the question states is held by a rule whose range holds it ("六百块" by "超过 500 元")
+    asked = money_asked(question) if rules.on("amount-ranges") else ()
+    amount = amount_terms(question, surface) if asked else frozenset()
+    ranged = (
+        next((sent for chunk in top for sent in sentences(chunk.text) if covers(asked, sent)), "") if amount else ""
+    )
+    if ranged:
+        gone -= amount
     df = {t: stats.df.get(t, 0) or alias_df(t, near, others.get(t, ()), stats) for t in surface}
     weights = {t: idf(df[t], max(stats.chunks, 1)) for t in surface}
     total = sum(weights.values()) or 1.0
     absent = tuple(surface[t] for t in surface if t in gone)
     missing_share = sum(w for t, w in weights.items() if t in gone) / total if weights else 0.0
     kind = analysis.asks
-    top = list(ranked[:EVIDENCE_CHUNKS])
-    cover_chunk = coverage(weights, surface, top[0].text, near, others=others).share if top else 0.0
+
+    def in_range(text: str) -> frozenset[str]:  # the amount's terms, where ``text`` states a range holding it
+        return amount if ranged and any(covers(asked, sent) for sent in sentences(text)) else frozenset()
+
+    cover_chunk = coverage(weights, surface, top[0].text, near, in_range(top[0].text), others).share if top else 0.0
     best, best_share, best_missing = "", 0.0, tuple(surface.values())
     for chunk in top:
         headed = held_terms(weights, chunk.heading, near, others) if chunk.heading else frozenset()
         for sent in sentences(chunk.text):
-            cov = coverage(weights, surface, sent, near, headed, others)
+            cov = coverage(weights, surface, sent, near, headed | in_range(sent), others)
             # ties go to the sentence that carries what is asked for
             key = (cov.share, carries(kind, sent))
             if not best or key > (best_share, carries(kind, best)):
@@ -153,7 +167,8 @@ def features(
     if sentence_reader is not None:
         x["reader_sentence"] = read_sentences(sentence_reader, question, top)
         readers["reader_sentence"] = sentence_reader.label
-    matches = term_matches(surface, stats, others, best)
+    ranged_by = Ranged(amount, ranged) if ranged else None
+    matches = term_matches(surface, stats, others, best, ranged_by, best_missing)
     return _Read(x, kind, absent, unheld, best, readers, window, matches)
 
 

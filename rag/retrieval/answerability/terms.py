@@ -159,15 +159,33 @@ def alias_df(t: str, near: Mapping[str, str], others: Sequence[Synonym], stats: 
     return by_synonym or (1 if t in near or others else 0)
 
 
+@dataclass(frozen=True)
+class Ranged:
+    """The terms of an amount the question states ("六百块") and the evidence sentence whose rule
+    holds it in its range ("单价超过 500 元的物品")."""
+
+    terms: frozenset[str]
+    sentence: str
+
+
 def term_matches(
-    surface: Mapping[str, str], stats: TermStats, others: Mapping[str, Sequence[Synonym]], best: str
+    surface: Mapping[str, str],
+    stats: TermStats,
+    others: Mapping[str, Sequence[Synonym]],
+    best: str,
+    ranged: Ranged | None = None,
+    best_missing: Sequence[str] = (),
 ) -> tuple[TermMatch, ...]:
-    """For each salient term: found as written, as another spelling, as a synonym, or not at all,
-    and whether the best sentence holds it."""
-    in_best = held_terms(surface, best, stats.near, others) if best else frozenset()
+    """For each salient term: found as written, as another spelling, as a synonym, in a rule's
+    amount range, or not at all, and whether the best sentence holds it (``best_missing``: the
+    terms, as written, that the coverage of the best sentence under its headings lacks)."""
+    literal = held_terms(surface, best, stats.near, others) if best else frozenset()
+    in_best = frozenset(t for t, shown in surface.items() if shown not in best_missing) if best else frozenset()
     out: list[TermMatch] = []
     for t, shown in surface.items():
-        if stats.df.get(t, 0):
+        if ranged is not None and t in ranged.terms and t not in literal:  # not as written where it counts
+            how, via = "range", ranged.sentence[:120]
+        elif stats.df.get(t, 0):
             how, via = "as written", ""
         elif t in stats.near:
             how, via = "spelling", stats.near[t]

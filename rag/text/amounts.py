@@ -1,4 +1,7 @@
 """Amount conditions: the range a question asks about and the range a rule sentence covers.
+The extractive answerer lowers a rule for other amounts than the asked one (``outside_range``);
+the answerability stage counts the amount a question states as held by a rule whose range holds
+it (``money_asked``, ``covers``): "六百块的办公用品" by "单价超过 500 元的物品".
 
 "Who approves claims above USD 10,000?" asks about the amounts over 10,000, not about 10,000
 itself: "Claims above USD 2,500 and up to USD 10,000 need a director" covers (2,500, 10,000],
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rag.store.numerals import canonical
@@ -130,3 +134,33 @@ def outside_range(asked: tuple[Interval, ...], text: str) -> bool:
         return False
     covered = sentence_range(text)
     return covered is not None and not any(a.meets(covered) for a in asked)
+
+
+# an amount of money as written: a currency before the figure or 元 / 块 after it ("USD 8,000",
+# "£800", "8,000 元", "两万元", "六百块")
+_ZH_FIGURE = "零〇一二两三四五六七八九十百千万亿"
+_MONEY_RE = re.compile(
+    rf"{CURRENCY}\s*\d[\d,.]*(?:\s*[万千])?|\d[\d,.]*\s*[万千]?\s*(?:元|块)|[\d{_ZH_FIGURE}]+(?:元|块)", re.I
+)
+
+
+def money_asked(question: str) -> tuple[Interval, ...]:
+    """The amounts of money a question states or compares (``question_ranges``), none when it
+    names no money: a year or a count ("in 2022", "500 条") is no amount a rule is for."""
+    return question_ranges(question) if _MONEY_RE.search(question) else ()
+
+
+def amount_terms(question: str, surface: Mapping[str, str]) -> frozenset[str]:
+    """The question terms (term -> as written) that are part of how it writes an amount of money:
+    "usd", "20", "000" of "USD 20,000"; "六百", "百块", "六百块" of "六百块"."""
+    spans = [m.group().casefold() for m in _MONEY_RE.finditer(question)]
+    return frozenset(t for t, shown in surface.items() if any(shown.casefold() in span for span in spans))
+
+
+def covers(asked: tuple[Interval, ...], text: str) -> bool:
+    """``text`` states a rule for a range of amounts that one of the ``asked`` amounts falls in:
+    "单价超过 500 元的物品" covers 600, "Claims above USD 10,000 need the CFO" covers 20,000."""
+    if not asked:
+        return False
+    covered = sentence_range(text)
+    return covered is not None and any(a.meets(covered) for a in asked)
