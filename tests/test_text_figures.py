@@ -47,7 +47,11 @@ def test_asks_number(question, number):
         ("这季度评了个C，奖金打几折？", True),
         ("What percentage of France's population is protestant?", True),
         ("What proportion has to be farmland?", True),
+        ("KPI在绩效里占多大比重？", True),
+        ("肯尼亚沿海地区女孩卖淫的比例为？", True),
         ("出差一天的餐补是多少？", False),
+        ("重力加速度与什么成比例？", False),  # proportional to what: no share asked
+        ("在短距离内什么力比重力弱？", False),  # 比 + 重力, not 比重
         ("How many days of leave do I get?", False),
         ("How much of the budget goes to travel?", False),  # answered by an amount as often as by a share
         ("What was the ratio of British settlers to French?", True),

@@ -55,7 +55,9 @@ _ASKS_NUMBER = re.compile(
 _ASKS_SHARE = re.compile(
     r"\b(?:what|which)\s+(?:percentage|percent|per\s+cent|proportion|fraction|share|ratio|portion)\b"
     r"|\bhow many (?:percent|per\s+cent)\b|\b(?:the|a)\s+(?:percentage|proportion|ratio|fraction)\s+of\b"
-    r"|比例|百分比|百分之几|百分之多少|几成|占比|比重|比率|几折|多少折",
+    # 比例 / 比重 asked for ("比例是多少", "什么比例", "多大比重"), not "与体积成比例" or "比重力弱"
+    r"|(?<!成)(?:比例|比重|比率|占比)(?:分别)?(?:是|为|有)?(?:多少|几|多大|[？?])|(?:什么|多少|多大|何种)(?:比例|比重|比率)"
+    r"|百分比|百分之几|百分之多少|几成|占多少|几折|多少折",
     re.I,
 )
 _ZH_DIGIT = "一二三四五六七八九两"
