@@ -39,6 +39,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",
         "shares": "a part asking for a share (what percentage, 比例, 几折) prefers a sentence holding one (50%, 三成, 1:7)",
         "out-of-range": "a rule for a range the asked amount is outside of is lowered",
+        "other-years": "a sentence stating other years than the one the part asks about (1576 for 1361) is lowered",
         "lead-ins": "a list item counts its lead-in's terms, and a lead-in never answers",
         "reader-reads-all": "the sentence reader reads chunks under headings too and English questions' chunks, "
         "and a sentence it finds likely to answer carries what is asked",

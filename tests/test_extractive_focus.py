@@ -286,3 +286,19 @@ def test_a_sentence_that_asks_does_not_answer():
         ["How many days of leave do new employees get in 2025?", "In 2025 new employees get 25 days of leave."],
     )
     assert english == "In 2025 new employees get 25 days of leave."
+
+
+def test_a_sentence_about_another_year_does_not_answer_for_the_asked_one():
+    """Two rules of one kind, each under its year: the asked year's sentence answers even where the
+    other one holds more of the question's words ("及周边城镇")."""
+    from rag.answer.base import DraftRequest
+    from rag.answer.extractive import select_sentences
+    from rag.answer.support import EvidenceIndex
+
+    text = "# 威尼斯\n## 瘟疫\n1576年的瘟疫在威尼斯造成 50,000 人死亡。1630年的瘟疫在威尼斯及周边城镇造成 46,000 人死亡。"
+
+    def chosen(question):
+        return [p.segment.text for p in select_sentences(DraftRequest(question, [], EvidenceIndex([text], None)))]
+
+    assert chosen("1576年威尼斯及周边城镇的瘟疫造成多少人死亡？") == ["1576年的瘟疫在威尼斯造成 50,000 人死亡。"]
+    assert chosen("1630年威尼斯的瘟疫造成多少人死亡？") == ["1630年的瘟疫在威尼斯及周边城镇造成 46,000 人死亡。"]

@@ -7,7 +7,17 @@ import pytest
 
 from rag.answer.question import has_date, question_parts
 from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, question_terms
-from rag.text.figures import MONTHS, asks_date, asks_number, asks_share, dates_in, holds_share, names_quantity
+from rag.text.figures import (
+    MONTHS,
+    asks_date,
+    asks_number,
+    asks_share,
+    dates_in,
+    holds_share,
+    names_quantity,
+    other_years,
+    years_in,
+)
 from rag.text.frames import is_frame_token
 
 
@@ -125,3 +135,29 @@ def test_question_terms_keep_a_dictionary_word_that_starts_like_a_frame():
 def test_when_asks_for_a_date_only_as_a_question_word(question, date):
     assert asks_date(question) is date
     assert (asks_for(question) is AnswerKind.DATE) is date
+
+
+@pytest.mark.parametrize(
+    ("text", "years"),
+    [
+        ("1901 年华沙居民中天主教徒的比例是多少？", {1901}),
+        ("在1361至1528年间，威尼斯发生了22次瘟疫。", {1361, 1528}),
+        ("from 90% in 2004 to 60% in 2005", {2004, 2005}),
+        ("in 1066 the Normans came", {1066}),
+        ("单笔报销 2,000 元，2000 元以上需审批，1500 人参加", set()),  # amounts and counts, not years
+        ("1200 soldiers and version 2.2010", set()),
+        ("from the 1970s and beyond, 1700年代", set()),  # a decade or a century is no year asked about
+    ],
+)
+def test_years_are_read_apart_from_amounts_and_counts(text, years):
+    assert years_in(text) == years
+
+
+def test_a_sentence_about_other_years_is_not_about_the_asked_one():
+    assert other_years(frozenset({1361}), "1576年至77年的瘟疫在威尼斯杀死了50,000人。")
+    assert not other_years(frozenset({1400}), "在1361至1528年间，威尼斯发生了22次瘟疫。")  # a span holding it
+    assert not other_years(frozenset({1361}), "瘟疫杀死了三分之一的人口。")  # no year: the heading may set it
+    assert not other_years(frozenset(), "It opened in 2019.")
+    assert other_years(frozenset({2001}), "In the early 1970s, ABC completed its transition to color.")
+    assert not other_years(frozenset({1975}), "In the early 1970s, ABC completed its transition to color.")
+    assert question_parts("What percentage of Warsaw was Catholic in 1901?")[0].years == {1901}

@@ -41,7 +41,7 @@ from rag.records import ModelLabel
 from rag.text import lexical
 from rag.text.amounts import outside_range
 from rag.text.asked import carries
-from rag.text.figures import holds_share
+from rag.text.figures import holds_share, other_years
 from rag.text.question import analyse
 from rag.text.script import CJK, Script, script_of
 
@@ -53,11 +53,12 @@ MAX_SUFFIX_GAP = 2  # ... count as the same term
 NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 (or a share: 比例) and the sentence holds none
 # the part asks for a share (比例, "what percentage") and the sentence holds none: 0.6 answers as many
 # train share questions with their reference as no rule and fewer with a wrong figure; 0 loses some
-# (docs/BENCHMARKS.md, "Amounts and shares")
+# (docs/BENCHMARKS.md, "Amounts, shares and years")
 NO_SHARE_FACTOR = 0.6
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
 OUT_OF_RANGE_FACTOR = 0.5  # the sentence's rule covers a range the amount asked about is outside of
+OTHER_YEAR_FACTOR = 0.5  # the sentence states years and none is (or spans) the one the part asks about
 W_SENTENCE_READER = 0.5  # Chinese: + this x the sentence reader's P(holds the answer), a chunk without headings
 W_SENTENCE_READER_HEADED = 0.25  # ... under a heading (which already tells sentences apart by their terms)
 W_SENTENCE_READER_LATIN = 0.0  # English: the reader adds nothing to the score (the MiniLM cosine is there); it carries
@@ -205,6 +206,8 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
         factor *= OTHER_LANGUAGE_FACTOR
     if rules.on("out-of-range") and outside_range(part.ranges, body):
         factor *= OUT_OF_RANGE_FACTOR
+    if rules.on("other-years") and other_years(part.years, body):
+        factor *= OTHER_YEAR_FACTOR
     gives = (part.wants_figure and not no_figure and not no_share) or (part.wants_date and not no_date)
     return factor, gives
 

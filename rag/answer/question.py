@@ -35,6 +35,7 @@ class QuestionPart:
         frozenset()
     )  # terms of the answered parts before it ("…cap, and who approves exceptions?")
     wants_share: bool = False  # asks for a percentage, a proportion, a ratio or a discount (a figure too)
+    years: frozenset[int] = frozenset()  # the years it states ("in 1901", "1361年"): the time it is about
 
     @property
     def yes_no(self) -> bool:
@@ -72,7 +73,7 @@ def _part(text: str) -> QuestionPart:
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     asked = asked_for(text, cjk, _content)
-    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, asked, wants_share=share)
+    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, asked, wants_share=share, years=figure_rules.years_in(text))
 
 
 def has_date(text: str) -> bool:

@@ -104,6 +104,40 @@ def holds_share(text: str) -> bool:
     return bool(SHARE.search(text))
 
 
+# a year as written: 1500-2099 (1000-1499 before 年 or a range word, or after "in"), not part of a longer
+# figure, an amount or a count ("2000 元", "1500 人"), nor a decade or century ("the 1970s", "1700年代")
+_YEAR = re.compile(
+    r"(?<![\d,.$€£¥])(1[5-9]\d\d|20\d\d|1[0-4]\d\d(?=\s*(?:年|至|到|–))|(?<=in )1[0-4]\d\d)"
+    r"(?!\d|[,.]\d|'?s\b|\s*(?:年代|[元块万亿%％人个名多余]|dollars|people))"
+)
+
+
+def years_in(text: str) -> frozenset[int]:
+    """The years ``text`` states ("in 1901", "1361年", "2004 to 2005"), not amounts or counts."""
+    return frozenset(int(m.group(1)) for m in _YEAR.finditer(text))
+
+
+_DECADE = re.compile(r"(?<![\d,.])(1[0-9]\d0|20\d0)(?:'?s\b|\s*年代)")
+
+
+def _decades(text: str) -> frozenset[int]:
+    """The first and last year of each decade ("the 1970s": 1970, 1979) or century ("1700年代",
+    "the 1700s": 1700, 1799) ``text`` names."""
+    out: set[int] = set()
+    for m in _DECADE.finditer(text):
+        start = int(m.group(1))
+        out |= {start, start + (99 if start % 100 == 0 else 9)}
+    return frozenset(out)
+
+
+def other_years(asked: frozenset[int], text: str) -> bool:
+    """``text`` states years (or decades) and none of them is, or spans, an asked one: a sentence
+    about 1576 does not answer a question about 1361 (one about 1361 to 1528 may), nor "the early
+    1970s" one about 2001."""
+    held = years_in(text) | _decades(text)
+    return bool(asked and held) and not any(min(held) <= y <= max(held) for y in asked)
+
+
 def names_quantity(question: str) -> bool:
     """The question names an amount ("the cap", "the price", "…的人数"): it asks for a figure."""
     return bool(_QUANTITY_NOUN.search(question))
