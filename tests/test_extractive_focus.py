@@ -295,7 +295,9 @@ def test_a_sentence_about_another_year_does_not_answer_for_the_asked_one():
     from rag.answer.extractive import select_sentences
     from rag.answer.support import EvidenceIndex
 
-    text = "# 威尼斯\n## 瘟疫\n1576年的瘟疫在威尼斯造成 50,000 人死亡。1630年的瘟疫在威尼斯及周边城镇造成 46,000 人死亡。"
+    text = (
+        "# 威尼斯\n## 瘟疫\n1576年的瘟疫在威尼斯造成 50,000 人死亡。1630年的瘟疫在威尼斯及周边城镇造成 46,000 人死亡。"
+    )
 
     def chosen(question):
         return [p.segment.text for p in select_sentences(DraftRequest(question, [], EvidenceIndex([text], None)))]

@@ -73,7 +73,19 @@ def _part(text: str) -> QuestionPart:
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     asked = asked_for(text, cjk, _content)
-    return QuestionPart(text.strip(), _content(text), figure, cjk, ranges, date, names, chars, asked, wants_share=share, years=figure_rules.years_in(text))
+    return QuestionPart(
+        text.strip(),
+        _content(text),
+        figure,
+        cjk,
+        ranges,
+        date,
+        names,
+        chars,
+        asked,
+        wants_share=share,
+        years=figure_rules.years_in(text),
+    )
 
 
 def has_date(text: str) -> bool:
