@@ -107,7 +107,8 @@ def features(
     the answer reader that gives the ``reader`` feature, ``sentence_reader`` the one that gives
     ``reader_sentence``; without one its feature is left out; ``embed``: the embedder that
     finds close phrases for English terms found no other way; ``locate``: where the answer
-    reader's window is looked for by meaning too)."""
+    reader's window is looked for by meaning too). An amount of money the question states is held
+    where a sentence of the best chunks states a rule whose range holds it (``rag.text.amounts``)."""
     analysis = reading(question, analysis)  # the ask's one reading, when the pipeline hands it over
     surface = analysis.terms
     stats = typos_only(stats, surface)
