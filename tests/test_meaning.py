@@ -177,3 +177,22 @@ def test_the_term_table_speaks_chinese_for_a_chinese_question():
         term_matches=[TermMatch("伙食", "synonym", "餐饮 (Tongyici Cilin (extended))", True), TermMatch("打车", "absent")],
     )  # fmt: skip
     assert list(term_match_frame(a, chinese=True)["found"]) == ["同义词", "没有找到"]
+
+
+def test_an_amount_in_a_rules_range_is_found_there_and_never_named_missing(make_kb):
+    """A real knowledge base at the default settings: "六百块的办公用品" against "单价超过 500 元的物品":
+    the Inspector's term table says the amount was found in the rule's range, and whatever the
+    decision, the refusal never names the amount as what the documents lack."""
+    from rag.ingest.pipeline import UploadItem
+    from rag.retrieval.pipeline import retrieve
+    from rag.views.meaning import term_match_frame
+
+    kb = make_kb("amounts")
+    text = "# 办公用品\n\n办公用品由行政部统一采购。个人申请采购单价超过 500 元的物品，须事先提交采购申请。"
+    assert all(r.ok for r in kb.ingest([UploadItem("office.md", text.encode())]))
+    t = retrieve(kb, "自己买一件六百块的办公用品之前要做什么？")
+    found = {m.term: m.found for m in t.answerability.term_matches}
+    assert found["六百块"] == "range", found
+    assert "六百块" not in (t.answerability.missing or "")
+    rows = term_match_frame(t.answerability, chinese=True).to_dict("records")
+    assert {r["term"]: r["found"] for r in rows}["六百块"] == "在规定的金额范围内"
