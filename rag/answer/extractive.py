@@ -10,7 +10,7 @@ item holding the figure does; only a yes/no part, answered in a sentence's own w
 the lead-in ("…，无需提供餐饮发票：" says no). A sentence answers only when it carries what the
 part asks for (``asked.py``: the asked thing and some of its scope, or the figure asked for),
 and a rule for another amount range than the asked one ("above USD 10,000") is lowered
-(``rag.text.amounts``). A table row is one sentence (``sentences.py``); the tail of a row cut off
+(``rag.text.amounts``), as is a sentence about other years than the asked one. A table row is one sentence (``sentences.py``); the tail of a row cut off
 by the chunk's start never answers. A part no sentence answers well enough gets a fixed gap sentence
 naming it ("The documents do not answer this part of the question: ..."), never invented text.
 A Chinese part is read by meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine
@@ -132,7 +132,8 @@ def score_for_part(
     its chunk's heading path) blended with embedding
     cosine, lowered when the part asks for a figure or a share the sentence lacks (``NO_FIGURE_FACTOR``)
     or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
-    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``). A Chinese part adds a
+    range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``) or is about other years
+    than the one the part states (``OTHER_YEAR_FACTOR``). A Chinese part adds a
     little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
     holds: the words of an attribute differ ("体重" / "8公斤重", "多高" / "树高"), its characters
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
