@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rag.store.numerals import canonical
-from rag.text.figures import CURRENCY
+from rag.text.figures import CURRENCY, ZH_NUMERAL
 
 _NUM = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{3,}(?:\.\d+)?)"
 _CURRENCY = rf"(?:{CURRENCY}\s*)?"  # a general list (rag.text.figures), not the demo's
@@ -138,9 +138,8 @@ def outside_range(asked: tuple[Interval, ...], text: str) -> bool:
 
 # an amount of money as written: a currency before the figure or 元 / 块 after it ("USD 8,000",
 # "£800", "8,000 元", "两万元", "六百块")
-_ZH_FIGURE = "零〇一二两三四五六七八九十百千万亿"
 _MONEY_RE = re.compile(
-    rf"{CURRENCY}\s*\d[\d,.]*(?:\s*[万千])?|\d[\d,.]*\s*[万千]?\s*(?:元|块)|[\d{_ZH_FIGURE}]+(?:元|块)", re.I
+    rf"{CURRENCY}\s*\d[\d,.]*(?:\s*[万千])?|\d[\d,.]*\s*[万千]?\s*(?:元|块)|[\d{ZH_NUMERAL}]+(?:元|块)", re.I
 )
 
 

@@ -33,7 +33,7 @@ NUMBER_WORDS_EN = (
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million "
     "billion dozen half twice"
 ).split()
-_ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
+ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
 ZH_MEASURE = "个名人次位家项天年岁分秒种条只架部所件张台辆座届"
 
 _AUX = "is|are|was|were|do|does|did|will|would|can|could|may|might|must|should|shall|has|have|had"
@@ -74,14 +74,14 @@ _QUANTITY_NOUN = re.compile(
 DATE = re.compile(
     r"\b(?:1[5-9]\d\d|20\d\d)\b"  # a year
     r"|\d{4}-\d{2}-\d{2}|\b\d{1,2}[/-]\d{1,2}\b"
-    rf"|\d{{1,4}}\s*(?:[年月日号天周]|个月|小时)|[{_ZH_NUMERAL}]+(?:[年月日号天周]|个月|小时)"
+    rf"|\d{{1,4}}\s*(?:[年月日号天周]|个月|小时)|[{ZH_NUMERAL}]+(?:[年月日号天周]|个月|小时)"
     rf"|\b(?:{_MONTH}|{_MONTH_ABBR})\b|\bmay\s+\d{{1,4}}\b|\b\d{{1,2}}\s+may\b"
     rf"|\b(?:{'|'.join(WEEKDAYS)})\b|\b(?:q[1-4]|fy\s?\d{{2,4}})\b"
     rf"|\b(?:\d+|{'|'.join(NUMBER_WORDS_EN[:20])})\s+(?:{'|'.join(TIME_UNITS_EN)})\b"
     r"|(?:上|下|本|去|今|明|前|后)(?:年|月|周|季度)|周[一二三四五六日末]|星期|每年|每月|每周|季度",
     re.I,
 )
-NUMBER = re.compile(rf"\d|[{_ZH_NUMERAL}]|\b(?:{'|'.join(NUMBER_WORDS_EN)})\b", re.I)
+NUMBER = re.compile(rf"\d|[{ZH_NUMERAL}]|\b(?:{'|'.join(NUMBER_WORDS_EN)})\b", re.I)
 
 
 def asks_date(question: str) -> bool:
@@ -134,8 +134,10 @@ def other_years(asked: frozenset[int], text: str) -> bool:
     """``text`` states years (or decades) and none of them is, or spans, an asked one: a sentence
     about 1576 does not answer a question about 1361 (one about 1361 to 1528 may), nor "the early
     1970s" one about 2001."""
+    if not asked:
+        return False
     held = years_in(text) | _decades(text)
-    return bool(asked and held) and not any(min(held) <= y <= max(held) for y in asked)
+    return bool(held) and not any(min(held) <= y <= max(held) for y in asked)
 
 
 def names_quantity(question: str) -> bool:

@@ -10,7 +10,7 @@ readers read in ``reader_features``, what a refusal says in ``messages``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rag import rules
@@ -32,20 +32,19 @@ from rag.retrieval.answerability.phrases import Embed, close_phrases
 from rag.retrieval.answerability.reader_features import Locator, read_sentences, read_window, shipped_readers
 from rag.retrieval.answerability.terms import (
     AnswerKind,
-    Ranged,
     alias_df,
     carries,
     coverage,
     held_terms,
     idf,
     present_synonyms,
+    ranged_amount,
     sentences,
     term_matches,
     typos_only,
 )
 from rag.retrieval.trace import Answerability, TermMatch
 from rag.store.tokenize import tokenize
-from rag.text.amounts import amount_terms, covers, money_asked
 from rag.text.question import QuestionAnalysis, reading
 from rag.text.script import CJK_LETTER_RE, is_chinese, script_of  # script_of, is_chinese: re-exported
 from rag.text.synonyms import Synonym
@@ -115,40 +114,25 @@ def features(
     near = stats.near
     others = present_synonyms(surface, stats)
     gone = {t for t in surface if stats.df.get(t, 0) == 0 and t not in near and t not in others}  # in no searched chunk
-    if embed is not None and gone and ranked and rules.on("close-phrases"):
+    top = list(ranked[:EVIDENCE_CHUNKS])
+    if embed is not None and gone and top and rules.on("close-phrases"):
         latin = {t: surface[t] for t in gone if not CJK_LETTER_RE.search(t)}
-        for t, close in close_phrases(latin, [c.text for c in ranked[:EVIDENCE_CHUNKS]], embed).items():
+        for t, close in close_phrases(latin, [c.text for c in top], embed).items():
             others[t] = (Synonym(close.phrase, tuple(tokenize(close.phrase)), f"close phrase, cos {close.cosine:.2f}"),)
             gone.discard(t)
-    top = list(ranked[:EVIDENCE_CHUNKS])
     # an amount the question states is held by a rule whose range holds it ("六百块" by "超过 500 元")
-    asked = money_asked(question) if rules.on("amount-ranges") else ()
-    amount = amount_terms(question, surface) if asked else frozenset()
-    ranged = (
-        next((sent for chunk in top for sent in sentences(chunk.text) if covers(asked, sent)), "") if amount else ""
-    )
+    ranged = ranged_amount(question, surface, [c.text for c in top])
     if ranged:
-        gone -= amount
+        gone -= ranged.terms
     df = {t: stats.df.get(t, 0) or alias_df(t, near, others.get(t, ()), stats) for t in surface}
     weights = {t: idf(df[t], max(stats.chunks, 1)) for t in surface}
     total = sum(weights.values()) or 1.0
     absent = tuple(surface[t] for t in surface if t in gone)
     missing_share = sum(w for t, w in weights.items() if t in gone) / total if weights else 0.0
     kind = analysis.asks
-
-    def in_range(text: str) -> frozenset[str]:  # the amount's terms, where ``text`` states a range holding it
-        return amount if ranged and any(covers(asked, sent) for sent in sentences(text)) else frozenset()
-
-    cover_chunk = coverage(weights, surface, top[0].text, near, in_range(top[0].text), others).share if top else 0.0
-    best, best_share, best_missing = "", 0.0, tuple(surface.values())
-    for chunk in top:
-        headed = held_terms(weights, chunk.heading, near, others) if chunk.heading else frozenset()
-        for sent in sentences(chunk.text):
-            cov = coverage(weights, surface, sent, near, headed | in_range(sent), others)
-            # ties go to the sentence that carries what is asked for
-            key = (cov.share, carries(kind, sent))
-            if not best or key > (best_share, carries(kind, best)):
-                best, best_share, best_missing = sent, cov.share, cov.missing
+    given = ranged.held_in if ranged else (lambda _text: frozenset())
+    cover_chunk = coverage(weights, surface, top[0].text, near, given(top[0].text), others).share if top else 0.0
+    best, best_share, best_missing = _best_sentence(top, weights, surface, near, others, kind, given)
     # scores that are no probabilities give no p_top (none is made up); nothing recalled gives 0
     x = {"p_top": top[0].score if top else 0.0} if calibrated else {}
     x |= {
@@ -159,6 +143,16 @@ def features(
         "absent_word": float(bool(absent_words(absent, question))),
     }
     unheld = tuple(m for m in best_missing if m not in absent)
+    readers, window = _read_readers(x, question, top, reader, sentence_reader, locate)
+    matches = term_matches(surface, stats, others, best, ranged, best_missing)
+    return _Read(x, kind, absent, unheld, best, readers, window, matches)
+
+
+def _read_readers(
+    x: dict[str, float], question: str, top: Sequence[EvidenceChunk], reader, sentence_reader, locate: Locator | None
+) -> tuple[dict[str, str], str]:
+    """Add the features of the readers given (none: none added) to ``x``; the model that gave
+    each, and the window the answer reader read."""
     readers, window = {}, ""
     if reader is not None:
         x["reader"], window = read_window(reader, question, top, locate)
@@ -168,9 +162,30 @@ def features(
     if sentence_reader is not None:
         x["reader_sentence"] = read_sentences(sentence_reader, question, top)
         readers["reader_sentence"] = sentence_reader.label
-    ranged_by = Ranged(amount, ranged) if ranged else None
-    matches = term_matches(surface, stats, others, best, ranged_by, best_missing)
-    return _Read(x, kind, absent, unheld, best, readers, window, matches)
+    return readers, window
+
+
+def _best_sentence(
+    top: Sequence[EvidenceChunk],
+    weights: dict[str, float],
+    surface: Mapping[str, str],
+    near: dict[str, str],
+    others: Mapping[str, Sequence[Synonym]],
+    kind: AnswerKind,
+    given: Callable[[str], frozenset[str]],
+) -> tuple[str, float, tuple[str, ...]]:
+    """The sentence of the ``top`` chunks holding the most of the question's weight (a sentence
+    holds its headings' terms and the ``given`` ones), its share and the terms it lacks; ties go to
+    the sentence that carries what is asked for."""
+    best, best_share, best_missing = "", 0.0, tuple(surface.values())
+    for chunk in top:
+        headed = held_terms(weights, chunk.heading, near, others) if chunk.heading else frozenset()
+        for sent in sentences(chunk.text):
+            cov = coverage(weights, surface, sent, near, headed | given(sent), others)
+            key = (cov.share, carries(kind, sent))
+            if not best or key > (best_share, carries(kind, best)):
+                best, best_share, best_missing = sent, cov.share, cov.missing
+    return best, best_share, best_missing
 
 
 def assess(

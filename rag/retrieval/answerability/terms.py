@@ -17,6 +17,7 @@ from rag.retrieval.trace import TermMatch
 from rag.store.numerals import holds_number, is_figure
 from rag.store.tokenize import tokenize
 from rag.text import figures
+from rag.text.amounts import amount_terms, covers, money_asked
 from rag.text.frequency import zipf
 from rag.text.lexical import sentences  # re-exported: the one coarse sentence cut
 from rag.text.script import CJK_LETTER_RE, HAN
@@ -161,11 +162,26 @@ def alias_df(t: str, near: Mapping[str, str], others: Sequence[Synonym], stats: 
 
 @dataclass(frozen=True)
 class Ranged:
-    """The terms of an amount the question states ("六百块") and the evidence sentence whose rule
+    """The terms of an amount the question states ("六百块") and the evidence sentences whose rule
     holds it in its range ("单价超过 500 元的物品")."""
 
     terms: frozenset[str]
-    sentence: str
+    sentences: tuple[str, ...]  # never empty
+
+    def held_in(self, text: str) -> frozenset[str]:
+        """The amount's terms where ``text`` (a sentence or a chunk) holds one of those sentences."""
+        return self.terms if any(s in text for s in self.sentences) else frozenset()
+
+
+def ranged_amount(question: str, surface: Mapping[str, str], texts: Sequence[str]) -> Ranged | None:
+    """The amount of money ``question`` states, with the sentences of ``texts`` (the best chunks)
+    whose rule's range holds it; None when it states none or no sentence covers it."""
+    asked = money_asked(question) if rules.on("amount-ranges") else ()
+    terms = amount_terms(question, surface) if asked else frozenset()
+    if not terms:
+        return None
+    covering = tuple(sent for text in texts for sent in sentences(text) if covers(asked, sent))
+    return Ranged(terms, covering) if covering else None
 
 
 def term_matches(
@@ -179,12 +195,13 @@ def term_matches(
     """For each salient term: found as written, as another spelling, as a synonym, in a rule's
     amount range, or not at all, and whether the best sentence holds it (``best_missing``: the
     terms, as written, that the coverage of the best sentence under its headings lacks)."""
-    literal = held_terms(surface, best, stats.near, others) if best else frozenset()
     in_best = frozenset(t for t, shown in surface.items() if shown not in best_missing) if best else frozenset()
+    # the amount's terms the best sentence does not hold as written: found in a rule's range
+    by_range = ranged.terms - held_terms(ranged.terms, best, stats.near, others) if ranged is not None else frozenset()
     out: list[TermMatch] = []
     for t, shown in surface.items():
-        if ranged is not None and t in ranged.terms and t not in literal:  # not as written where it counts
-            how, via = "range", ranged.sentence[:120]
+        if t in by_range:
+            how, via = "range", ranged.sentences[0][:120]
         elif stats.df.get(t, 0):
             how, via = "as written", ""
         elif t in stats.near:
