@@ -75,6 +75,21 @@ class StoreUnavailable(RagError):
     )
 
 
+class VectorIndexDamaged(StoreUnavailable):
+    """Chroma cannot read a collection's vector index (a process killed while Chroma wrote it).
+    The catalog keeps every text, so the vectors can be rebuilt from it."""
+
+    def __init__(self, kb: str, detail: str) -> None:
+        self.kb = kb
+        super().__init__(
+            f"Chroma cannot read the vector index of knowledge base '{kb}' ({detail}).",
+            fix=(
+                f"Rebuild its vectors from the catalog's texts: `python -m rag reindex --kb {kb} --full` "
+                "(opening the knowledge base does it by itself while no other process writes to it)."
+            ),
+        )
+
+
 class KnowledgeBaseNotFound(RagError):
     fix = "Create it by ingesting a document: `python -m rag ingest FILE --kb NAME`."
 

@@ -4,6 +4,7 @@ read again, a vector deleted mid-query is no hit; nothing else is repeated or dr
 import pytest
 from chromadb.errors import InternalError
 
+from rag.errors import VectorIndexDamaged
 from rag.store import chroma
 
 RACE = "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
@@ -28,11 +29,12 @@ def test_a_segment_still_being_written_is_read_again(monkeypatch):
     assert len(calls) == 3
 
 
-def test_a_segment_that_never_settles_raises_after_the_last_wait(monkeypatch):
+def test_a_segment_that_never_settles_is_a_damaged_index_with_its_fix(monkeypatch):
     monkeypatch.setattr(chroma, "SETTLE_DELAYS_S", (0.0, 0.0))
     op, calls = _failing(10, RACE)
-    with pytest.raises(InternalError, match="hnsw segment reader"):
-        chroma.settled("query", op)
+    with pytest.raises(VectorIndexDamaged, match="hnsw segment reader") as err:
+        chroma.settled("query", op, "policies")
+    assert "python -m rag reindex --kb policies --full" in str(err.value)
     assert len(calls) == 3  # two waits, then the last try's error
 
 

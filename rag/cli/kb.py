@@ -85,7 +85,7 @@ def cmd_reindex(args) -> int:
     from rag.ingest.reindex import reindex
 
     kb = _kb(args)
-    n = reindex(kb, principal=args.principal)
+    n = reindex(kb, full=args.full or None, principal=args.principal)
     print(f"re-embedded {n} documents in '{kb.name}' with {kb.embedder.model_id}")
     return 0
 
@@ -141,6 +141,9 @@ def add_parsers(sub) -> None:
 
     s = sub.add_parser("reindex", help="re-embed every document with the configured embedder")
     add_kb_argument(s)
+    s.add_argument(
+        "--full", action="store_true", help="rebuild every vector, also when the model is unchanged (a damaged index)"
+    )
     s.set_defaults(func=cmd_reindex)
 
     s = sub.add_parser("delete-kb", help="delete a whole knowledge base (owners; its audit trail stays)")

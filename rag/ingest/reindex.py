@@ -3,18 +3,24 @@ multilingual embedder gets its vectors."""
 
 from __future__ import annotations
 
+import logging
+
 from rag.config import MULTILINGUAL_EMBEDDER
+from rag.errors import VectorIndexDamaged
 from rag.ingest.pipeline import embed_sentences, write_sentences
 from rag.store import audit
 from rag.store.access import LOCAL_OWNER, Action, Principal, require
 from rag.store.chroma import chroma_client
 from rag.store.vectors import VectorStore
 
+log = logging.getLogger(__name__)
+REPAIRER = Principal("system", "automatic repair")  # who the audit trail names for a repair on open
+
 
 def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) -> int:
     """Rebuild the vectors of every active chunk from the catalog's texts; returns documents done.
 
-    The embedder's collection is rebuilt when ``full``, or (``None``) when the index records
+    The embedder's collection is rebuilt when ``full`` (then the multilingual ones too), or (``None``) when the index records
     another model than the configured one. The multilingual collection gets a vector for each
     chunk that calls for one and lacks it, and the sentence collection its sentences' vectors (all
     of them again when the vectors come from another model). Texts, documents and their revisions
@@ -22,20 +28,35 @@ def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) ->
     stored setting)."""
     require(kb.catalog, kb.name, principal, Action.REINDEX)
     with kb.write_lock():
-        with kb.catalog.snapshot():
-            chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
-        row = kb.catalog.kb(kb.name)
-        if full or (
-            full is None and row and (row["embed_model"], row["embed_dim"]) != (kb.embedder.model_id, kb.embedder.dim)
-        ):
-            _rebuild_main(kb, chunks)
-        _fill_multilingual(kb, chunks)
-        with kb.catalog.tx() as db:
-            db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (kb.name,))
-            detail = {"embed_model": kb.embedder.model_id, "multilingual": MULTILINGUAL_EMBEDDER}
-            audit.record(db, principal, "kb.reindex", kb.name, kb.name, detail)
-        kb.refresh_bm25()
-        return len({c.doc_id for c in chunks})
+        if full:  # every collection anew: also the fix for an index Chroma cannot read
+            kb.vectors.reset_multilingual()
+        return _reindex(kb, full, principal, {})
+
+
+def repair(kb, damage: VectorIndexDamaged) -> int:
+    """Rebuild every vector of ``kb`` from the catalog's texts, the writer lock held by the caller:
+    what opening a knowledge base does when Chroma cannot read its index (``VectorIndexDamaged``, a
+    kill while Chroma wrote it). Audited as a reindex by the system, naming the damage."""
+    log.warning("knowledge base '%s': rebuilding its vectors from the catalog (%s)", kb.name, damage)
+    kb.vectors.reset_multilingual()
+    return _reindex(kb, True, REPAIRER, {"repaired": damage.message[:500]})
+
+
+def _reindex(kb, full: bool | None, principal: Principal, note: dict) -> int:
+    with kb.catalog.snapshot():
+        chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
+    row = kb.catalog.kb(kb.name)
+    if full or (
+        full is None and row and (row["embed_model"], row["embed_dim"]) != (kb.embedder.model_id, kb.embedder.dim)
+    ):
+        _rebuild_main(kb, chunks)
+    _fill_multilingual(kb, chunks)
+    with kb.catalog.tx() as db:
+        db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (kb.name,))
+        detail = {"embed_model": kb.embedder.model_id, "multilingual": MULTILINGUAL_EMBEDDER} | note
+        audit.record(db, principal, "kb.reindex", kb.name, kb.name, detail)
+    kb.refresh_bm25()
+    return len({c.doc_id for c in chunks})
 
 
 def _rebuild_main(kb, chunks) -> None:

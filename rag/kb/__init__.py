@@ -19,7 +19,7 @@ from pathlib import Path
 from rag.config import MULTILINGUAL_EMBEDDER, Settings
 from rag.embedder import Embedder, MultilingualEmbedder, load_embedder, load_multilingual
 from rag.errors import EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable
-from rag.ingest import pipeline
+from rag.ingest import pipeline, reindex
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
 from rag.kb.reads import KnowledgeBaseReads
 from rag.records import ChunkRecord, DocumentRecord, MultilingualIndex
@@ -159,14 +159,25 @@ class KnowledgeBase(KnowledgeBaseReads):
             yield
 
     def recover(self) -> None:
-        """Finish what a crashed writer left; skipped (never waits) while a live writer holds the lock."""
-        if not writer.has_leftovers(self.catalog, self.name):
+        """Finish what a crashed writer left, and rebuild an index Chroma cannot read; skipped (never
+        waits) while a live writer holds the lock."""
+        damage = self.vectors.damage()
+        if damage is None and not writer.has_leftovers(self.catalog, self.name):
             return
         with writer.write_lock(self.settings, self.name, blocking=False) as held:
             if held:
-                writer.finish_interrupted(self.catalog, self.vectors, self.name)
+                self._finish_interrupted()
             else:
                 log.info("'%s': a writer is active; the next write finishes any leftovers", self.name)
+
+    def _finish_interrupted(self) -> None:
+        """With the writer lock held: finish a crashed writer's work. A kill while Chroma wrote its
+        index can leave one Chroma cannot read: then every vector is rebuilt from the catalog's texts
+        first (active revisions only), and the unfinished revisions are dropped from the catalog."""
+        damage = self.vectors.damage()
+        if damage is not None:
+            reindex.repair(self, damage)
+        writer.finish_interrupted(self.catalog, self.vectors, self.name)
 
     def _drop_inactive(self) -> None:
         writer.drop_inactive(self.catalog, self.vectors, self.name)
@@ -192,7 +203,7 @@ class KnowledgeBase(KnowledgeBaseReads):
         self.require(principal, Action.UPLOAD)
         self.check_model()
         with self.write_lock():
-            writer.finish_interrupted(self.catalog, self.vectors, self.name)
+            self._finish_interrupted()
             prepared, results = [], []
             for item in items:
                 out = pipeline.prepare(self, item, progress)
@@ -238,7 +249,7 @@ class KnowledgeBase(KnowledgeBaseReads):
         self.require(principal, Action.DELETE_DOCUMENT)
         record = self.document(doc)
         with self.write_lock():
-            writer.finish_interrupted(self.catalog, self.vectors, self.name)
+            self._finish_interrupted()
             with self.catalog.tx() as db:
                 db.execute(
                     "UPDATE revisions SET state='retired' WHERE kb=? AND doc_id=? AND state='active'",

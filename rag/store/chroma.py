@@ -24,7 +24,7 @@ from chromadb.config import Settings as ChromaSettings
 from chromadb.errors import InternalError
 
 from rag.config import Settings
-from rag.errors import StoreUnavailable
+from rag.errors import StoreUnavailable, VectorIndexDamaged
 
 log = logging.getLogger(__name__)
 _clients: dict[tuple, chromadb.api.ClientAPI] = {}
@@ -32,7 +32,8 @@ _lock = threading.Lock()
 _store_locks: dict[Path, IO[str]] = {}  # embedded stores this process owns (held until exit)
 PREFLIGHT_TIMEOUT_S = 10.0  # a server that doesn't answer its heartbeat in this time is "down"
 # A read racing another client's write of the same collection can find its HNSW segment not yet
-# on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated.
+# on disk (chroma-core/chroma#4212); it settles within a flush, so the read is repeated. One that
+# never settles is a damaged index (a kill while Chroma wrote it): ``VectorIndexDamaged``.
 SETTLING = "hnsw segment reader"
 SETTLE_DELAYS_S = (0.05, 0.2, 0.5, 1.0)
 T = TypeVar("T")
@@ -141,8 +142,9 @@ def forget_client(settings: Settings) -> None:
         _clients.pop(key, None)
 
 
-def settled(op: str, fn: Callable[[], T]) -> T:
-    """``fn()``, repeated after a short wait while Chroma says a segment is still being written."""
+def settled(op: str, fn: Callable[[], T], kb: str = "") -> T:
+    """``fn()``, repeated after a short wait while Chroma says a segment is still being written;
+    ``VectorIndexDamaged`` (naming knowledge base ``kb``) when it still says so after the last wait."""
     for delay in SETTLE_DELAYS_S:
         try:
             return fn()
@@ -151,4 +153,9 @@ def settled(op: str, fn: Callable[[], T]) -> T:
                 raise
             log.warning("Chroma %s found a segment still being written (%s); again in %.2f s", op, exc, delay)
         time.sleep(delay)
-    return fn()
+    try:
+        return fn()
+    except InternalError as exc:
+        if SETTLING not in str(exc):
+            raise
+        raise VectorIndexDamaged(kb, f"{op}: {exc}") from exc

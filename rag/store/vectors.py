@@ -25,7 +25,7 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag.config import MULTILINGUAL_EMBEDDER, Settings
-from rag.errors import StoreUnavailable
+from rag.errors import StoreUnavailable, VectorIndexDamaged
 from rag.records import ChunkRecord
 from rag.store.chroma import chroma_client, forget_client, settled
 
@@ -43,6 +43,7 @@ class VectorStore:
 
     def __init__(self, settings: Settings, kb: str) -> None:
         self.settings = settings
+        self.kb = kb
         self.collection_name = f"rag_{kb}"
         self.multilingual_name = f"rag_{kb}{MULTILINGUAL_SUFFIX}"
         self.sentences_name = f"rag_{kb}{SENTENCE_SUFFIX}"
@@ -89,7 +90,7 @@ class VectorStore:
         cached client is forgotten, a new one is made (heartbeat first) and the operation repeated.
         """
         try:
-            return settled(op, fn)
+            return settled(op, fn, self.kb)
         except httpx.TransportError as exc:
             if not self.settings.server_mode:
                 raise
@@ -97,7 +98,7 @@ class VectorStore:
         forget_client(self.settings)
         self._reopen()  # StoreUnavailable with the fix when the server is still down
         try:
-            return settled(op, fn)
+            return settled(op, fn, self.kb)
         except httpx.TransportError as exc:
             forget_client(self.settings)
             where = f"{self.settings.chroma_host}:{self.settings.chroma_port}"
@@ -244,6 +245,16 @@ class VectorStore:
 
     def count(self) -> int:
         return self._call("count", lambda: self.collection.count())
+
+    def damage(self) -> VectorIndexDamaged | None:
+        """Why Chroma cannot read one of the collections' indexes (a kill while it wrote one), or
+        None: a count reads each index."""
+        try:
+            for collection in (self.collection, self.multilingual, self.sentences):
+                self._call("count", lambda c=collection: c.count())
+        except VectorIndexDamaged as exc:
+            return exc
+        return None
 
     def all_items(self, batch: int = 2000):
         """Yield (id, text, metadata) for every stored vector (BM25 rebuild, export)."""

@@ -1,0 +1,88 @@
+"""A vector index Chroma cannot read is rebuilt from the catalog when the knowledge base opens.
+
+Chroma writes an HNSW index's files in place; a process killed in the middle leaves, for instance,
+an empty ``index_metadata.pickle``, and from then on every read, count or delete of that collection
+fails ("Error deserializing pickle file"). The catalog keeps every text, so opening the knowledge
+base rebuilds the vectors from it. The damage here is that file truncated on disk, between two real
+processes (the first writes more than Chroma's 1,000-vector flush threshold, so the file exists).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from reliability_support import child_env
+
+DOCS = 10
+SECTIONS = 110  # about 110 chunks per document, together past Chroma's flush threshold
+
+SETUP = """
+import json, sys
+from reliability_support import HashEmbedder, doc_text
+from rag.config import Settings
+from rag.kb import KnowledgeBase
+kb = KnowledgeBase("repair", Settings.from_env(env={{}}, home=sys.argv[1]), HashEmbedder())
+for d in range({docs}):
+    assert kb.ingest_file(f"doc{{d}}.md", doc_text(d, 0, sections={sections})).ok
+print(json.dumps({{"chunks": kb.vectors.count()}}))
+"""
+
+REOPEN = """
+import json, sys
+from reliability_support import HashEmbedder, audit, probe_queries
+from rag.config import Settings
+from rag.kb import KnowledgeBase
+from rag.store.vectors import VectorStore
+settings = Settings.from_env(env={}, home=sys.argv[1])
+damage = VectorStore(settings, "repair").damage()
+kb = KnowledgeBase("repair", settings, HashEmbedder())
+rows = kb.catalog.q("SELECT user_id, action, detail FROM audit WHERE kb='repair' AND action='kb.reindex'")
+print(json.dumps({
+    "damage": str(damage), "audit": audit(kb), "probes": probe_queries(kb),
+    "repairs": [[r["user_id"], json.loads(r["detail"])] for r in rows],
+}))
+"""
+
+
+def _run(script: str, home: Path) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), str(home)],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _index_metadata(home: Path, collection: str) -> Path:
+    with sqlite3.connect(home / "chroma" / "chroma.sqlite3") as db:
+        (segment,) = db.execute(
+            "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id WHERE c.name = ? AND s.scope = 'VECTOR'",
+            (collection,),
+        ).fetchone()
+    return home / "chroma" / segment / "index_metadata.pickle"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_an_index_chroma_cannot_read_is_rebuilt_from_the_catalog_on_open(tmp_path):
+    home = tmp_path / "home"
+    chunks = _run(SETUP.format(docs=DOCS, sections=SECTIONS), home)["chunks"]
+    pickle = _index_metadata(home, "rag_repair")
+    assert chunks > 1000 and pickle.stat().st_size > 0
+    pickle.write_bytes(b"")  # what a kill as Chroma began to write it leaves
+
+    got = _run(REOPEN, home)
+    assert "pickle" in got["damage"] and "reindex --kb repair --full" in got["damage"]  # the premise
+    assert got["audit"]["problems"] == [] and got["probes"] == []
+    assert got["audit"]["chunks"] == chunks and len(got["audit"]["hashes"]) == DOCS
+    ((who, detail),) = got["repairs"]
+    assert who == "system" and "pickle" in detail["repaired"]
