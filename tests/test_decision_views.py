@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from app_support import ANSWERABLE, build_kb
 
-from rag.answer import Answer, Outcome
+from rag.answer import Answer, Issue, IssueCode, Outcome
 from rag.ask import ask
 from rag.config import Settings
 from rag.records import ChunkRecord, ModelLabel
@@ -135,6 +135,11 @@ def test_a_refusal_by_the_citation_checks_is_explained_as_that_and_a_stored_deci
     refused = Answer(ANSWERABLE, REFUSAL_TEXT, ModelLabel("x", "y"), outcome=Outcome.REFUSAL, refusal_reason="r")
     ex = turn_explanation(refused, trace_with(ANSWERABLE, fb, a))
     assert ex.rule == "citation check" and ex.why == "No drafted answer passed the citation checks: r"
+    said = "The evidence never names 'Contoso'."  # the extractive answerer's reason (test_extractive)
+    declined = Answer(ANSWERABLE, REFUSAL_TEXT, ModelLabel("x", "y"), outcome=Outcome.REFUSAL, refusal_reason=said)
+    declined.warnings = [Issue(IssueCode.NO_ANSWER, said)]
+    ex = turn_explanation(declined, trace_with(ANSWERABLE, fb, a))
+    assert ex.rule == "answerer" and ex.why == f"The answerer found no evidence sentence that answers it: {said}"
     legacy = Trace.from_json(
         trace_with(SABBATICAL, decide(SABBATICAL, verdict(0.6, absent=["sabbatical"])), None).to_json()
     )

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from answer_helpers import INJECTION, REFUND, SHIPPING, make_evidence, minilm_embed
 
-from rag.answer import REFUSAL_TEXT, EventKind, SentenceKind, answer_question, render_markdown, stream_answer
+from rag.answer import (
+    REFUSAL_TEXT,
+    REFUSAL_TEXT_ZH,
+    EventKind,
+    IssueCode,
+    SentenceKind,
+    answer_question,
+    render_markdown,
+    stream_answer,
+)
 from rag.config import Settings
 
 DEFAULT = Settings()
@@ -75,6 +86,46 @@ def test_chinese_answers_are_verbatim_and_cited(embed, question, expected_n, mus
     assert_verbatim(answer, evidence)
     assert expected_n in [n for s in answer.sentences for n in s.citations]
     assert must_contain in answer.text
+
+
+@pytest.mark.parametrize(
+    ("chinese", "question", "why"),
+    [
+        (False, "How many days of annual leave do Contoso employees get?", "The evidence never names 'Contoso'."),
+        (
+            False,
+            "Who pays for a lost laptop?",
+            "No sentence holds what it asks for: the closest, [5] “Lost devices must be reported to IT within 24 "
+            "hours.”, lacks 'pay', 'laptop'.",
+        ),
+        (
+            False,
+            "How much does the company pay towards a new laptop?",
+            "The best sentence, [1] “Full-time employees receive 25 days of paid annual leave per year.”, scores "
+            "SCORE, under the 0.300 an answer needs.",
+        ),
+        (
+            True,
+            "设备丢失后由谁赔偿？",
+            "没有句子包含问题所问的内容：最接近的是 [3] “设备丢失须在24小时内报告IT部门。”，缺少“赔偿”。",
+        ),
+        (
+            True,
+            "年假可以折算成多少工资？",
+            "最好的句子 [1] “全职员工每年享有25天带薪年假。” 的得分为 SCORE，低于回答所需的 0.300。",
+        ),
+    ],
+)
+def test_the_answerer_s_refusal_says_which_sentence_came_closest_and_what_it_lacks(embed, chinese, question, why):
+    """The decision to answer is retrieval's; an answerer that then finds no sentence says why, in
+    the question's language: a name the evidence never mentions, the closest sentence and the
+    asked thing it lacks, or the best sentence's score (SCORE: any under the floor) under the floor an
+    answer needs."""
+    _, evidence = make_evidence(CHINESE, doc_id="zh", doc_name="员工手册.pdf") if chinese else make_evidence(ENGLISH)
+    answer = answer_question(question, evidence, DEFAULT, embed)
+    assert answer.refused and answer.text.endswith(REFUSAL_TEXT_ZH if chinese else REFUSAL_TEXT)
+    assert re.fullmatch(re.escape(why).replace("SCORE", r"0\.[0-2]\d\d"), answer.refusal_reason), answer.refusal_reason
+    assert [w.code for w in answer.warnings if w.code is IssueCode.NO_ANSWER] == [IssueCode.NO_ANSWER]
 
 
 def test_spans_are_document_offsets(embed):

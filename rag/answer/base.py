@@ -28,6 +28,7 @@ class DraftRequest:
     attempt: int = 1
     previous: list[tuple[str, list[Issue]]] = field(default_factory=list)  # rejected drafts and why
     analysis: QuestionAnalysis | None = None  # the ask's one reading; None: read from ``question``
+    declined: list[str] = field(default_factory=list)  # a generator that found no answer says here why
 
     def __post_init__(self) -> None:
         self.analysis = reading(self.question, self.analysis)

@@ -42,6 +42,7 @@ from rag.text import lexical
 from rag.text.amounts import outside_range
 from rag.text.asked import carries
 from rag.text.figures import holds_share, other_years
+from rag.text.frames import known_word
 from rag.text.question import analyse
 from rag.text.script import CJK, Script, script_of
 
@@ -119,9 +120,11 @@ class ExtractiveGenerator(Generator):
         return ModelLabel(self.label.backend, f"{self.label.model} + {reader.label}")
 
     def draft(self, request: DraftRequest) -> Iterator[str]:
-        picks = select_sentences(request, self.cjk_vectors, self._reader(request.reading.script))
-        if picks:
-            yield compose(picks)
+        chosen = choose_sentences(request, self.cjk_vectors, self._reader(request.reading.script))
+        if any(isinstance(c, Pick) for c in chosen):
+            yield compose(chosen)
+        else:  # no part answered: the refusal says why, part by part
+            request.declined = [c.why for c in chosen if isinstance(c, Gap) and c.why]
 
 
 def score_for_part(
@@ -272,8 +275,17 @@ def select_sentences(
 ) -> list[Pick | Gap]:
     """For each part of the question its best answer-like sentence (plus a complement, see
     :func:`_answer_part`), or a ``Gap`` when the evidence does not answer it; nothing when no part
-    is answered. Parts keep the question's order. Once a part is answered the topic is set, and
-    a later part needs only ``MIN_SCORE_FOLLOW_UP``."""
+    is answered (``choose_sentences`` keeps the gaps then)."""
+    chosen = choose_sentences(request, cjk_vectors, reader)
+    return chosen if any(isinstance(c, Pick) for c in chosen) else []
+
+
+def choose_sentences(
+    request: DraftRequest, cjk_vectors: bool = True, reader: SentenceReader | None = None
+) -> list[Pick | Gap]:
+    """``select_sentences``, each ``Gap`` saying why its part went unanswered, also when none was
+    answered. Parts keep the question's order. Once a part is answered the topic is set, and a
+    later part needs only ``MIN_SCORE_FOLLOW_UP``."""
     rejected = {lexical.normalize(strip_citations(i.sentence)) for _, issues in request.previous for i in issues}
     known = " ".join(c.text for c in request.evidence).casefold()
     out: list[Pick | Gap] = []
@@ -287,17 +299,19 @@ def select_sentences(
             part = replace(part, context=before - part.tokens)
         before |= part.tokens
         taken = set(seen)
-        picks = (
-            [] if missing_names(part, known) else _answer_part(part, request, rejected, floor, vectors, taken, reader)
-        )
+        names = missing_names(part, known)
+        if names:
+            picks, why = [], _unnamed(part, names)
+        else:
+            picks, why = _answer_part(part, request, rejected, floor, vectors, taken, reader)
         if not picks:
-            out.append(Gap(part.text, part.cjk))
+            out.append(Gap(part.text, part.cjk, why))
         for pick in picks:
             norm = _norm(pick)
             if not any(norm in s or s in norm for s in seen):  # two parts answered by one sentence
                 out.append(pick)
                 seen.append(norm)
-    return out if any(isinstance(p, Pick) for p in out) else []
+    return out
 
 
 def _answer_part(
@@ -308,7 +322,7 @@ def _answer_part(
     vectors: bool = True,
     taken: set[str] | frozenset[str] = frozenset(),
     reader: SentenceReader | None = None,
-) -> list[Pick]:
+) -> tuple[list[Pick], str]:
     """The best sentence for ``part`` when it scores ``floor``; a second one when it scores
     ``COMPLEMENT_CUT`` of the best and holds a term the best lacks (the question's focus was in
     the other sentence). When the best already
@@ -318,15 +332,17 @@ def _answer_part(
     They compete on ``_rank``, the score plus a Chinese sentence's closeness in meaning
     (``W_MEANING``), and the best answers when it reaches ``floor``: a part read by meaning
     judges that sum against the floor plus ``W_MEANING`` x ``MEANING_AT_FLOOR``, any other part
-    (English, or meaning unavailable) the score alone."""
+    (English, or meaning unavailable) the score alone. No sentence: the second item says why."""
     scored = score_for_part(part, request.index, vectors, reader)
-    usable = [p for p in scored if p.usable and p.carried and lexical.normalize(p.segment.text) not in rejected]
+    can = [p for p in scored if p.usable and lexical.normalize(p.segment.text) not in rejected]
+    usable = [p for p in can if p.carried]
     if not usable:
-        return []
+        return [], _uncarried(part, max(can, key=_rank, default=None))
     usable.sort(key=lambda p: -_rank(p))
     by_meaning = part.cjk and request.index.meaning is not None and not request.index.meaning.missing
-    if _rank(usable[0]) < floor + (W_MEANING * MEANING_AT_FLOOR if by_meaning else 0.0):
-        return []
+    needed = floor + (W_MEANING * MEANING_AT_FLOOR if by_meaning else 0.0)
+    if _rank(usable[0]) < needed:
+        return [], _short(part, usable[0], needed, by_meaning)
     fresh = [p for p in usable if _rank(p) >= COMPLEMENT_CUT * _rank(usable[0]) and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])
@@ -336,8 +352,54 @@ def _answer_part(
         if _rank(other) < COMPLEMENT_CUT * _rank(best):
             break
         if other.terms - best.terms and other.n == best.n:
-            return [best, other]
-    return [best]
+            return [best, other], ""
+    return [best], ""
+
+
+# -- why a part went unanswered: what a refusal by the answerer says ------------------------------
+QUOTE_CHARS = 80  # a sentence named in a reason is cut to this many characters
+MAX_LACKS = 4  # and at most this many of the terms it lacks are named
+
+
+def _quoted(pick: Pick) -> str:
+    text = " ".join(list_body(pick.segment.text).split())
+    text = text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1].rstrip() + "…"
+    return f"[{pick.n}] “{text}”"
+
+
+def _terms(part: QuestionPart, terms) -> str:
+    return "、".join(f"“{t}”" for t in terms) if part.cjk else ", ".join(f"'{t}'" for t in terms)
+
+
+def _unnamed(part: QuestionPart, names: list[str]) -> str:
+    if part.cjk:
+        return f"证据中没有提到{_terms(part, names)}"
+    return f"the evidence never names {_terms(part, names)}"
+
+
+def _uncarried(part: QuestionPart, closest: Pick | None) -> str:
+    """No sentence carries what the part asks for: the closest one, and what it lacks (the asked
+    thing's terms first, or the figure it asks for)."""
+    if closest is None:
+        return "证据中没有能单独回答的句子" if part.cjk else "no evidence sentence states anything on its own"
+    others = sorted(part.tokens - part.asked.head - closest.terms)
+    if part.cjk:  # a Chinese part's tokens are its character pairs: name those that are words
+        others = [t for t in others if known_word(t)]
+    lacks = (sorted(part.asked.head - closest.terms) + others)[:MAX_LACKS]
+    figure = (part.wants_figure or part.wants_date) and not lexical.numbers(list_body(closest.segment.text))
+    if part.cjk:
+        what = "没有给出所问的数字" if figure or not lacks else f"缺少{_terms(part, lacks)}"
+        return f"没有句子包含问题所问的内容：最接近的是 {_quoted(closest)}，{what}"
+    what = "gives no figure" if figure or not lacks else f"lacks {_terms(part, lacks)}"
+    return f"no sentence holds what it asks for: the closest, {_quoted(closest)}, {what}"
+
+
+def _short(part: QuestionPart, best: Pick, needed: float, by_meaning: bool) -> str:
+    """The best sentence carries what is asked but scores under what an answer needs."""
+    if part.cjk:
+        how = "得分加上意思相近度" if by_meaning else "得分"
+        return f"最好的句子 {_quoted(best)} 的{how}为 {_rank(best):.3f}，低于回答所需的 {needed:.3f}"
+    return f"the best sentence, {_quoted(best)}, scores {_rank(best):.3f}, under the {needed:.3f} an answer needs"
 
 
 def _rank(pick: Pick) -> float:

@@ -37,6 +37,7 @@ from rag.limits import check_query
 from rag.records import EvidencePassage, ModelLabel
 from rag.retrieval.fallback import refusal_text  # the one refusal text (weak evidence or failed validation)
 from rag.text.question import QuestionAnalysis
+from rag.text.script import CJK
 
 MAX_CORRECTIONS = 2  # retries after the first draft
 STOP_AFTER_FAILED = 2  # failed sentences after which a draft is abandoned mid-stream
@@ -159,7 +160,7 @@ def _attempts(
             _accept(answer, attempt, request.evidence)
             return
         if not attempt.issues:  # only gap statements: the generator found no answer
-            msg = "The evidence does not answer this question."
+            msg = declined(request)
             _refuse(answer, msg, [Issue(IssueCode.NO_ANSWER, msg, attempt.draft)])
             return
         answer.drafts_rejected.append(DraftRejection(number, attempt.draft, attempt.issues))
@@ -172,6 +173,18 @@ def _attempts(
         if accepted:
             return
     _refuse(answer, reason, attempt.issues)
+
+
+def declined(request: DraftRequest) -> str:
+    """Why the generator found no answer: what it said (the extractive answerer names, for each
+    part, the closest sentence and what it lacks), in the question's language."""
+    cjk = request.reading.script == CJK
+    if not request.declined:
+        return "证据没有回答这个问题。" if cjk else "The evidence does not answer this question."
+    if cjk:
+        return "；".join(request.declined) + "。"
+    said = "; ".join(request.declined).rstrip(".")
+    return said[:1].upper() + said[1:] + "."
 
 
 def _extractive(settings: Settings, embed: Embed | None) -> Generator:

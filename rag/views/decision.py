@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag.answer import Answer, Outcome
+from rag.answer import Answer, IssueCode, Outcome
 from rag.retrieval.answerability import compared, decimals, is_chinese, refusing
 from rag.retrieval.trace import ActionCause, Answerability, Decider, FallbackAction, FallbackDecision, Trace
 
@@ -36,6 +36,9 @@ class Words:
     margin: str
     excluded_by: str
     citation_check: str
+    citation_lead: str  # before the reason no drafted answer passed the citation checks
+    answer_check: str  # the answerer, which found no evidence sentence that answers
+    no_sentence_lead: str  # before the reason it found none (the closest sentence and what it lacks)
     deciders: dict[Decider, str]
     actions: dict[FallbackAction, str]
 
@@ -71,6 +74,9 @@ EN = Words(
     margin="Margin",
     excluded_by="Excluded by",
     citation_check="citation check",
+    citation_lead="No drafted answer passed the citation checks: ",
+    answer_check="answerer",
+    no_sentence_lead="The answerer found no evidence sentence that answers it: ",
     deciders={
         Decider.NOTHING_RECALLED: "nothing recalled",
         Decider.ABSENT_TERMS: "absent-term rule",
@@ -97,6 +103,9 @@ ZH = Words(
     margin="差值",
     excluded_by="排除依据",
     citation_check="引用校验",
+    citation_lead="没有一个回答草稿通过引用校验：",
+    answer_check="答案器",
+    no_sentence_lead="答案器在证据中找不到回答这个问题的句子：",
     deciders={
         Decider.NOTHING_RECALLED: "未检索到内容",
         Decider.ABSENT_TERMS: "缺词规则",
@@ -191,10 +200,13 @@ def turn_explanation(answer: Answer, trace: Trace | None) -> Explanation:
     w = words_for(answer.question)
     if answer.outcome is Outcome.ANSWER:
         return Explanation(w, None, None, "", "")
-    lead = "没有一个回答草稿通过引用校验：" if w.lang == "zh" else "No drafted answer passed the citation checks: "
     checked = fb is not None
+    if any(i.code is IssueCode.NO_ANSWER for i in answer.warnings):  # the answerer found no sentence
+        lead, rule = w.no_sentence_lead, w.answer_check
+    else:
+        lead, rule = w.citation_lead, w.citation_check
     why = f"{lead}{answer.refusal_reason}" if checked else answer.refusal_reason
-    return Explanation(w, FallbackAction.REJECT, None, w.citation_check if checked else "", why)
+    return Explanation(w, FallbackAction.REJECT, None, rule if checked else "", why)
 
 
 def outcome_label(w: Words, outcome: Outcome) -> str:
