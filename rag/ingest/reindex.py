@@ -42,6 +42,33 @@ def repair(kb, damage: VectorIndexDamaged) -> int:
     return _reindex(kb, True, REPAIRER, {"repaired": damage.message[:500]})
 
 
+def reconcile(kb) -> int:
+    """Make the embedder's collection hold exactly the active chunks, the writer lock held by the
+    caller (and a crashed writer's revisions already dropped): embed those it lacks, delete those
+    it holds beyond them. What opening a knowledge base does when the counts differ, as a reindex
+    killed half-way leaves them (its collection rebuilt in part); only when the catalog records the
+    configured model (otherwise the model guard asks for a reindex). Returns the vectors added."""
+    row = kb.catalog.kb(kb.name)
+    if not row or (row["embed_model"], row["embed_dim"]) != (kb.embedder.model_id, kb.embedder.dim):
+        return 0
+    with kb.catalog.snapshot():
+        chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
+    have = kb.vectors.ids()
+    missing = [c for c in chunks if c.id not in have]
+    extra = sorted(have - {c.id for c in chunks})
+    if not missing and not extra:
+        return 0
+    log.warning(
+        "knowledge base '%s': %d vectors missing, %d not active; reconciling", kb.name, len(missing), len(extra)
+    )
+    kb.vectors.delete_ids(extra)
+    _add_main(kb, missing)
+    _fill_multilingual(kb, chunks)
+    note = {"reconciled": {"added": len(missing), "deleted": len(extra)}}
+    _finish(kb, REPAIRER, note)
+    return len(missing)
+
+
 def _reindex(kb, full: bool | None, principal: Principal, note: dict) -> int:
     with kb.catalog.snapshot():
         chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
@@ -51,25 +78,34 @@ def _reindex(kb, full: bool | None, principal: Principal, note: dict) -> int:
     ):
         _rebuild_main(kb, chunks)
     _fill_multilingual(kb, chunks)
+    _finish(kb, principal, note)
+    return len({c.doc_id for c in chunks})
+
+
+def _finish(kb, principal: Principal, note: dict) -> None:
+    """A new index version (cached dense matrices and BM25 are rebuilt), audited."""
     with kb.catalog.tx() as db:
         db.execute("UPDATE kbs SET index_version=index_version+1 WHERE name=?", (kb.name,))
         detail = {"embed_model": kb.embedder.model_id, "multilingual": MULTILINGUAL_EMBEDDER} | note
         audit.record(db, principal, "kb.reindex", kb.name, kb.name, detail)
     kb.refresh_bm25()
-    return len({c.doc_id for c in chunks})
 
 
 def _rebuild_main(kb, chunks) -> None:
     client = chroma_client(kb.settings)
     client.delete_collection(kb.vectors.collection_name)
     kb.vectors = VectorStore(kb.settings, kb.name)
+    _add_main(kb, chunks)
+    kb.catalog.set_kb_model(kb.name, kb.embedder.model_id, kb.embedder.dim)
+    with kb.catalog.tx() as db:
+        db.execute("UPDATE revisions SET embed_model=? WHERE kb=? AND state='active'", (kb.embedder.model_id, kb.name))
+
+
+def _add_main(kb, chunks) -> None:
     step = max(kb.settings.embed_batch_size * 8, 256)
     for i in range(0, len(chunks), step):
         part = chunks[i : i + step]
         kb.vectors.add(part, kb.embedder.embed_texts([c.index_text for c in part], kb.settings.embed_batch_size))
-    kb.catalog.set_kb_model(kb.name, kb.embedder.model_id, kb.embedder.dim)
-    with kb.catalog.tx() as db:
-        db.execute("UPDATE revisions SET embed_model=? WHERE kb=? AND state='active'", (kb.embedder.model_id, kb.name))
 
 
 def _fill_multilingual(kb, chunks) -> None:

@@ -159,10 +159,10 @@ class KnowledgeBase(KnowledgeBaseReads):
             yield
 
     def recover(self) -> None:
-        """Finish what a crashed writer left, and rebuild an index Chroma cannot read; skipped (never
-        waits) while a live writer holds the lock."""
-        damage = self.vectors.damage()
-        if damage is None and not writer.has_leftovers(self.catalog, self.name):
+        """Finish what a crashed writer left, rebuild an index Chroma cannot read, and give the
+        embedder's collection exactly the active chunks when its count says it holds others (a
+        reindex killed half-way); skipped (never waits) while a live writer holds the lock."""
+        if not self._needs_recovery():
             return
         with writer.write_lock(self.settings, self.name, blocking=False) as held:
             if held:
@@ -170,14 +170,39 @@ class KnowledgeBase(KnowledgeBaseReads):
             else:
                 log.info("'%s': a writer is active; the next write finishes any leftovers", self.name)
 
+    def _needs_recovery(self) -> bool:
+        """Cheap checks (a count per collection, one of the catalog's active chunks) that something
+        is left to finish or repair."""
+        if writer.has_leftovers(self.catalog, self.name):
+            return True
+        try:
+            return self.vectors.damage() is not None or self._vectors_differ()
+        except StoreUnavailable as exc:  # unreachable: whatever is asked of it next fails with the fix
+            log.warning("'%s': could not check the vectors (%s)", self.name, exc)
+            return False
+
     def _finish_interrupted(self) -> None:
         """With the writer lock held: finish a crashed writer's work. A kill while Chroma wrote its
         index can leave one Chroma cannot read: then every vector is rebuilt from the catalog's texts
-        first (active revisions only), and the unfinished revisions are dropped from the catalog."""
-        damage = self.vectors.damage()
+        first (active revisions only). Then the unfinished revisions are dropped, and a collection
+        that still holds other vectors than the active chunks is reconciled with them. A store that
+        cannot be reached is not checked: the write that follows fails with the fix, recorded as a
+        failed job."""
+        try:
+            damage = self.vectors.damage()
+        except StoreUnavailable as exc:
+            log.warning("'%s': could not check the vectors (%s)", self.name, exc)
+            writer.finish_interrupted(self.catalog, self.vectors, self.name)
+            return
         if damage is not None:
             reindex.repair(self, damage)
         writer.finish_interrupted(self.catalog, self.vectors, self.name)
+        if self._vectors_differ():
+            reindex.reconcile(self)
+
+    def _vectors_differ(self) -> bool:
+        """The embedder's collection holds another number of vectors than there are active chunks."""
+        return self.vectors.count() != self.catalog.active_chunk_count(self.name)
 
     def _drop_inactive(self) -> None:
         writer.drop_inactive(self.catalog, self.vectors, self.name)

@@ -266,6 +266,19 @@ class Catalog:
             (kb,),
         )
 
+    def active_chunk_count(self, kb: str) -> int:
+        row = (
+            self._conn()
+            .execute(
+                """SELECT COUNT(*) FROM chunks c JOIN documents d
+                 ON d.kb=c.kb AND d.id=c.doc_id AND d.active_revision=c.revision
+               WHERE c.kb=?""",
+                (kb,),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
     # -- jobs ----------------------------------------------------------------
     def start_job(self, kb: str, kind: str, target: str) -> str:
         job_id = uuid.uuid4().hex[:12]

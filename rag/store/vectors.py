@@ -185,6 +185,25 @@ class VectorStore:
             ids.update(got["ids"])
             offset += len(got["ids"])
 
+    def ids(self, batch: int = 5000) -> set[str]:
+        """Ids of every vector in the embedder's collection."""
+        ids: set[str] = set()
+        offset = 0
+        while True:
+            got = self._call("get", lambda at=offset: self.collection.get(limit=batch, offset=at, include=[]))
+            if not got["ids"]:
+                return ids
+            ids.update(got["ids"])
+            offset += len(got["ids"])
+
+    def delete_ids(self, ids: list[str], batch: int = 5000) -> None:
+        """Delete vectors by id from every collection (a sentence vector is keyed by its chunk's id)."""
+        for i in range(0, len(ids), batch):
+            part = ids[i : i + batch]
+            self._call("delete", lambda p=part: self.collection.delete(ids=p))
+            self._call("delete", lambda p=part: self.multilingual.delete(ids=p))
+            self._call("delete", lambda p=part: self.sentences.delete(where={"chunk_id": {"$in": p}}))
+
     def multilingual_count(self) -> int:
         return self._call("count", lambda: self.multilingual.count())
 
