@@ -34,6 +34,8 @@ RULES: Mapping[str, str] = MappingProxyType(
         "synonyms": "a WordNet (English) or Cilin (Chinese) synonym in the documents covers a term",
         "close-phrases": "an evidence phrase close in meaning (MiniLM cosine >= 0.599) covers an English term",
         "amount-ranges": "an amount the question states is held by a rule whose range holds it (六百块 by 超过 500 元)",
+        "quantity-ranges": "a duration or count the question states is held by a rule whose range holds it in its "
+        "unit (six years by after five years), for the decision and the answerer alike",
         # the extractive answerer (rag.answer.extractive)
         "question-sentences": "a sentence that asks (a headline, an FAQ line) never answers",
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",

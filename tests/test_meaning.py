@@ -195,4 +195,39 @@ def test_an_amount_in_a_rules_range_is_found_there_and_never_named_missing(make_
     assert found["六百块"] == "range", found
     assert "六百块" not in (t.answerability.missing or "")
     rows = term_match_frame(t.answerability, chinese=True).to_dict("records")
-    assert {r["term"]: r["found"] for r in rows}["六百块"] == "在规定的金额范围内"
+    assert {r["term"]: r["found"] for r in rows}["六百块"] == "在规定的范围内（金额、时长或数量）"
+
+
+LEAVE = (
+    "# Leave\n\n## Annual leave\n\nFull-time employees receive 25 working days of paid annual leave per calendar year. "
+    "After five years of continuous service the allowance rises to 27 working days. "
+    "Up to 5 unused days of annual leave may be carried over into the next calendar year.\n\n"
+    "## Sick leave\n\nEmployees receive 10 days of paid sick leave per calendar year. A medical certificate is "
+    "required for absences of more than 3 consecutive working days.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("I've been here six years, how many days of annual leave do I get?", "27 working days"),
+        ("I've been off sick for four days, do I need a doctor's note?", "medical certificate"),
+    ],
+)
+def test_a_duration_the_question_states_is_held_by_the_rule_whose_range_holds_it(
+    make_kb, monkeypatch, question, answer
+):
+    """A real knowledge base at the default settings: the user's own situation ("six years",
+    "four days") picks the rule for it ("after five years", "more than 3 consecutive working days")
+    over the sentences that share more of the question's other words; without the rule
+    (``quantity-ranges`` off) it does not."""
+    from rag.ask import ask
+    from rag.ingest.pipeline import UploadItem
+
+    kb = make_kb("quantities")
+    assert kb.ingest([UploadItem("leave.md", LEAVE.encode())])[0].ok
+    turn, _ = ask(kb, question, persist=False)
+    assert not turn.answer.refused and answer in turn.answer.text, turn.answer.text
+    monkeypatch.setenv("RAG_RULES_OFF", "quantity-ranges")
+    turn, _ = ask(kb, question, persist=False)
+    assert answer not in turn.answer.text, turn.answer.text

@@ -43,6 +43,7 @@ from rag.text.amounts import outside_range
 from rag.text.asked import carries
 from rag.text.figures import holds_share, other_years
 from rag.text.frames import known_word
+from rag.text.quantities import covers_quantity
 from rag.text.question import analyse
 from rag.text.script import CJK, Script, script_of
 
@@ -176,6 +177,8 @@ def score_for_part(
             if i in leads:
                 tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
             terms = matched_terms(part.tokens, text, tokens) | (topic & part.tokens)
+            if part.quantities and covers_quantity(part.quantities, text):  # "six years": "after five years"
+                terms |= part.quantity_tokens
             lex = len(terms) / len(part.tokens) if part.tokens else 0.0
             score = (
                 lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)

@@ -13,6 +13,7 @@ from rag.text import figures as figure_rules
 from rag.text import lexical
 from rag.text.amounts import Interval, question_ranges
 from rag.text.asked import AnswerKind, Asked, asked_for
+from rag.text.quantities import Quantity, asked_quantities, quantity_spans
 from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK, HAN_RE, script_of
 
@@ -36,6 +37,8 @@ class QuestionPart:
     )  # terms of the answered parts before it ("…cap, and who approves exceptions?")
     wants_share: bool = False  # asks for a percentage, a proportion, a ratio or a discount (a figure too)
     years: frozenset[int] = frozenset()  # the years it states ("in 1901", "1361年"): the time it is about
+    quantities: tuple[Quantity, ...] = ()  # durations and counts it states ("six years", "四天")
+    quantity_tokens: frozenset[str] = frozenset()  # its tokens that write them ("six", "year")
 
     @property
     def yes_no(self) -> bool:
@@ -85,6 +88,8 @@ def _part(text: str) -> QuestionPart:
         asked,
         wants_share=share,
         years=figure_rules.years_in(text),
+        quantities=asked_quantities(text) if rules.on("quantity-ranges") else (),
+        quantity_tokens=frozenset().union(*(_content(q) for q in quantity_spans(text))) & _content(text),
     )
 
 

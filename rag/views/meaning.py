@@ -12,7 +12,7 @@ FOUND_LABELS = {
     "spelling": "as another spelling",
     "synonym": "as a synonym",
     "close phrase": "as a phrase close in meaning",
-    "range": "in a rule's amount range",
+    "range": "in a rule's range (an amount, a duration or a count)",
     "absent": "not at all",
 }
 FOUND_LABELS_ZH = {
@@ -20,7 +20,7 @@ FOUND_LABELS_ZH = {
     "spelling": "其他写法",
     "synonym": "同义词",
     "close phrase": "意思相近的说法",
-    "range": "在规定的金额范围内",
+    "range": "在规定的范围内（金额、时长或数量）",
     "absent": "没有找到",
 }
 

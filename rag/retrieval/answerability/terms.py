@@ -20,6 +20,7 @@ from rag.text import figures
 from rag.text.amounts import amount_terms, covers, money_asked
 from rag.text.frequency import zipf
 from rag.text.lexical import sentences  # re-exported: the one coarse sentence cut
+from rag.text.quantities import asked_quantities, covers_quantity, quantity_terms
 from rag.text.script import CJK_LETTER_RE, HAN
 from rag.text.synonyms import Synonym, synonyms
 from rag.text.terms import AnswerKind, asks_for, question_terms
@@ -162,26 +163,40 @@ def alias_df(t: str, near: Mapping[str, str], others: Sequence[Synonym], stats: 
 
 @dataclass(frozen=True)
 class Ranged:
-    """The terms of an amount the question states ("六百块") and the evidence sentences whose rule
-    holds it in its range ("单价超过 500 元的物品")."""
+    """What the question states as a figure that a rule's range holds: for an amount of money
+    ("六百块") or a duration or count ("six years"), its terms and the evidence sentences whose rule
+    holds it in its range ("单价超过 500 元的物品", "After five years of continuous service …")."""
 
-    terms: frozenset[str]
-    sentences: tuple[str, ...]  # never empty
+    groups: tuple[tuple[frozenset[str], tuple[str, ...]], ...]  # (terms, covering sentences), each never empty
+
+    @property
+    def terms(self) -> frozenset[str]:
+        return frozenset().union(*(terms for terms, _ in self.groups))
+
+    def sentence_for(self, term: str) -> str:
+        """The first sentence whose range holds the figure ``term`` is part of."""
+        return next(sents[0] for terms, sents in self.groups if term in terms)
 
     def held_in(self, text: str) -> frozenset[str]:
-        """The amount's terms where ``text`` (a sentence or a chunk) holds one of those sentences."""
-        return self.terms if any(s in text for s in self.sentences) else frozenset()
+        """The figures' terms where ``text`` (a sentence or a chunk) holds one of their sentences."""
+        return frozenset().union(*(terms for terms, sents in self.groups if any(s in text for s in sents)))
 
 
 def ranged_amount(question: str, surface: Mapping[str, str], texts: Sequence[str]) -> Ranged | None:
-    """The amount of money ``question`` states, with the sentences of ``texts`` (the best chunks)
-    whose rule's range holds it; None when it states none or no sentence covers it."""
+    """The amount of money and the durations or counts ``question`` states, with the sentences of
+    ``texts`` (the best chunks) whose rule's range holds them; None when it states none or no
+    sentence covers one."""
+    split = [sent for text in texts for sent in sentences(text)]
+    groups = []
     asked = money_asked(question) if rules.on("amount-ranges") else ()
     terms = amount_terms(question, surface) if asked else frozenset()
-    if not terms:
-        return None
-    covering = tuple(sent for text in texts for sent in sentences(text) if covers(asked, sent))
-    return Ranged(terms, covering) if covering else None
+    if terms and (covering := tuple(sent for sent in split if covers(asked, sent))):
+        groups.append((terms, covering))
+    quantities = asked_quantities(question) if rules.on("quantity-ranges") else ()
+    terms = quantity_terms(question, surface) if quantities else frozenset()
+    if terms and (covering := tuple(sent for sent in split if covers_quantity(quantities, sent))):
+        groups.append((terms, covering))
+    return Ranged(tuple(groups)) if groups else None
 
 
 def term_matches(
@@ -201,7 +216,7 @@ def term_matches(
     out: list[TermMatch] = []
     for t, shown in surface.items():
         if t in by_range:
-            how, via = "range", ranged.sentences[0][:120]
+            how, via = "range", ranged.sentence_for(t)[:120]
         elif stats.df.get(t, 0):
             how, via = "as written", ""
         elif t in stats.near:
