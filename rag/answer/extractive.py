@@ -55,7 +55,7 @@ MAX_SUFFIX_GAP = 2  # ... count as the same term
 NO_FIGURE_FACTOR = 0.6  # the part asks how many / how long / 多少 (or a share: 比例) and the sentence holds none
 # the part asks for a share (比例, "what percentage") and the sentence holds none: 0.6 answers as many
 # train share questions with their reference as no rule and fewer with a wrong figure; 0 loses some
-# (docs/BENCHMARKS.md, "Amounts, shares and years")
+# (docs/BENCHMARKS.md, "Amounts, shares, years and durations")
 NO_SHARE_FACTOR = 0.6
 OTHER_LANGUAGE_FACTOR = 0.8  # answer in the question's language when the evidence has it
 CHAR_WEIGHT = 0.05  # share of a Chinese part's other characters the sentence holds ("多高" ~ "树高可达55米")
