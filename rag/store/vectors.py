@@ -267,12 +267,16 @@ class VectorStore:
 
     def damage(self) -> VectorIndexDamaged | None:
         """Why Chroma cannot read one of the collections' indexes (a kill while it wrote one), or
-        None: a count reads each index."""
+        None: a count reads each index. A server that cannot be reached is ``StoreUnavailable`` at
+        once (no wait for a restart: this is a check before other work, which then waits or fails
+        with the fix on its own)."""
         try:
             for collection in (self.collection, self.multilingual, self.sentences):
-                self._call("count", lambda c=collection: c.count())
+                settled("count", lambda c=collection: c.count(), self.kb)
         except VectorIndexDamaged as exc:
             return exc
+        except httpx.TransportError as exc:
+            raise StoreUnavailable(f"Cannot reach the Chroma server to check '{self.collection_name}': {exc}.") from exc
         return None
 
     def all_items(self, batch: int = 2000):
