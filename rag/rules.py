@@ -36,6 +36,8 @@ RULES: Mapping[str, str] = MappingProxyType(
         "amount-ranges": "an amount the question states is held by a rule whose range holds it (六百块 by 超过 500 元)",
         "quantity-ranges": "a duration or count the question states is held by a rule whose range holds it in its "
         "unit (six years by after five years), for the decision and the answerer alike",
+        # the evidence the answer is drafted from (rag.retrieval.pipeline)
+        "judged-evidence": "the chunk holding the sentence the decision judged best stays in the evidence under the floor",
         # the extractive answerer (rag.answer.extractive)
         "question-sentences": "a sentence that asks (a headline, an FAQ line) never answers",
         "missing-names": "a name or version the evidence never mentions leaves the part unanswered",

@@ -9,10 +9,11 @@ import pytest
 from rag.config import Settings
 from rag.errors import InvalidQuery, LimitExceeded
 from rag.ingest.pipeline import UploadItem
+from rag.retrieval.answerability import EVIDENCE_CHUNKS
 from rag.retrieval.evidence import shape
 from rag.retrieval.pipeline import retrieve
 from rag.retrieval.replay import TraceNotFound, diff_traces, load_trace, replay
-from rag.retrieval.trace import Candidate, Dropped, FallbackAction, Trace
+from rag.retrieval.trace import Answerability, Candidate, Dropped, FallbackAction, Trace
 from rag.source import KnowledgeSource, TextEmbedder
 from rag.stages import TOTAL, Stage
 from tests.retrieval_fakes import FakeDoc, FakeKB, HashEmbedder
@@ -78,21 +79,25 @@ def test_trace_has_every_candidate_with_all_ranks(kb):
 @pytest.mark.parametrize("floor", [0.0, 0.5, 1.0])
 def test_weak_candidates_under_the_evidence_floor_are_not_evidence(kb, floor):
     """Kept (top_n) candidates whose calibrated score is under ``evidence_min_score`` are dropped
-    as THRESHOLD; the best one stays whatever the floor."""
+    as THRESHOLD; the best one stays whatever the floor, and so does the one holding the sentence
+    the decision judged best (the answer is drafted from what the decision answered on)."""
     settings = kb.settings.replace(evidence_min_score=floor, evidence_budget_chars=100_000)
     t = retrieve(kb, "How many days of paid annual leave do employees get?", settings)
     kept = sorted(
         (c for c in t.candidates if c.rerank_rank and c.rerank_rank <= settings.top_n), key=lambda c: c.rerank_rank
     )
     best, rest = kept[0], kept[1:]
-    assert best.final_rank is not None
+    judged = [c.chunk_id for c in kept[:EVIDENCE_CHUNKS] if t.answerability.best_sentence in c.text][:1]
+    assert best.final_rank is not None and judged
     for c in rest:
-        if c.rerank_score < floor:
+        if c.rerank_score < floor and c.chunk_id not in judged:
             assert c.dropped_by is Dropped.THRESHOLD and c.final_rank is None
         else:
             assert c.dropped_by in (None, Dropped.DEDUPE)
     if floor == 1.0:
-        assert [c.chunk_id for c in t.evidence() if not c.expanded_from] == [best.chunk_id]
+        assert [c.chunk_id for c in t.evidence() if not c.expanded_from] == list(
+            dict.fromkeys([best.chunk_id, *judged])
+        )
 
 
 def test_identical_text_is_deduped(kb):
@@ -257,3 +262,30 @@ def test_parallel_and_sequential_recall_find_the_same_candidates(kb):
 
     on, off = table(True), table(False)
     assert on == off and any(r[1] for r in on) and any(r[2] for r in on)
+
+
+def test_the_chunk_the_decision_judged_on_is_the_one_holding_its_best_sentence():
+    """``_judged_on``: among the chunks the decision read (the best ``EVIDENCE_CHUNKS``), the first
+    whose text holds the sentence it judged best; none when no chunk does, or past those it read
+    (the policies-zh question "想请两天假，找谁批？" had its rule in the third chunk, under the floor)."""
+    from rag.retrieval.pipeline import _judged_on
+
+    texts = [
+        "推荐奖励由人力资源部发放。",
+        "参保人员信息变更的，到窗口办理。",
+        "1天以上3天以内（含）由部门经理审批；",
+        "3天以上由分管副总经理审批。",
+    ]
+    top = [
+        Candidate(f"d{i}:1:1:0", f"d{i}", f"d{i}.md", 1, (), t, 0, len(t), rerank_rank=i + 1)
+        for i, t in enumerate(texts)
+    ]
+    verdict = Answerability("logreg[test]", "cjk", {}, {}, {}, 0.0, 0.64, 0.5, True, "", [], [], texts[2], "")
+    assert _judged_on(verdict, top) == {"d2:1:1:0"}
+    assert (
+        _judged_on(
+            Answerability("logreg[test]", "cjk", {}, {}, {}, 0.0, 0.64, 0.5, True, "", [], [], texts[3], ""), top
+        )
+        == set()
+    )
+    assert _judged_on(None, top) == set()

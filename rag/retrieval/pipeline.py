@@ -32,7 +32,7 @@ from rag.retrieval.answerability.terms import synonym_tokens
 from rag.retrieval.recall import Attempt, MultilingualQueries, Recall, to_candidates, widened_only
 from rag.retrieval.rerankers import EmbedderVectors, Reranker, cjk_reranker, make_reranker
 from rag.retrieval.rewrite import mine_acronyms, rewrite
-from rag.retrieval.trace import Answerability, Dropped, FallbackAction, FallbackDecision, Trace
+from rag.retrieval.trace import Answerability, Candidate, Dropped, FallbackAction, FallbackDecision, Trace
 from rag.source import KnowledgeSource
 from rag.stages import TOTAL, Stage
 from rag.text.question import QuestionAnalysis, reading
@@ -369,8 +369,9 @@ def _fill_candidates(kb: KnowledgeSource, trace: Trace, attempt: Attempt, ranked
     t = time.perf_counter()
     if decision.action is FallbackAction.ANSWER:
         if ranked.calibrated:  # a probability floor means something only for calibrated scores
+            judged = _judged_on(trace.answerability, top)
             for c in top[1:]:  # the best one passed the threshold: it always stays
-                if (c.rerank_score or 0.0) < settings.evidence_min_score:
+                if (c.rerank_score or 0.0) < settings.evidence_min_score and c.chunk_id not in judged:
                     c.dropped_by = Dropped.THRESHOLD
             top = [c for c in top if c.dropped_by is None]
         evidence.shape(top, settings.evidence_budget_chars, kb.neighbours, pool)
@@ -379,6 +380,16 @@ def _fill_candidates(kb: KnowledgeSource, trace: Trace, attempt: Attempt, ranked
             c.dropped_by = Dropped.THRESHOLD
     timings[Stage.EVIDENCE] = (time.perf_counter() - t) * 1000
     trace.candidates = list(pool.values())
+
+
+def _judged_on(verdict: Answerability | None, top: list[Candidate]) -> set[str]:
+    """The chunk whose sentence the decision judged best (among the ``EVIDENCE_CHUNKS`` it read):
+    the answer is drafted from what the decision answered on, so the evidence floor never drops it."""
+    if rules.on("judged-evidence") and verdict is not None and verdict.best_sentence:
+        for c in top[:EVIDENCE_CHUNKS]:
+            if verdict.best_sentence in c.text:
+                return {c.chunk_id}
+    return set()
 
 
 def save_trace(kb: KnowledgeSource, trace: Trace) -> None:
