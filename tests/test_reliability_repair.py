@@ -59,11 +59,15 @@ REOPEN = """
 import json, sys
 from reliability_support import HashEmbedder, audit, probe_queries
 from rag.config import Settings
+from rag.errors import VectorIndexDamaged
 from rag.kb import KnowledgeBase
 from rag.store.vectors import VectorStore
 settings = Settings.from_env(env={}, home=sys.argv[1])
 store = VectorStore(settings, "repair")
-damage, before = store.damage(), (store.count() if store.damage() is None else None)
+try:
+    damage, before = None, store.checked_count()
+except VectorIndexDamaged as exc:
+    damage, before = exc, None
 kb = KnowledgeBase("repair", settings, HashEmbedder())
 rows = kb.catalog.q("SELECT user_id, action, detail FROM audit WHERE kb='repair' AND action='kb.reindex'")
 print(json.dumps({

@@ -47,5 +47,6 @@ def test_a_calendar_reference_is_no_quantity(text):
 
 def test_the_terms_that_write_a_quantity():
     surface = {"six": "six", "years": "years", "annual": "annual", "leave": "leave"}
-    assert quantity_terms("I've been here six years, how much annual leave?", surface) == {"six", "years"}
-    assert quantity_terms("病了四天要交什么证明？", {"四天": "四天", "证明": "证明"}) == {"四天"}
+    asked = asked_quantities("I've been here six years, how much annual leave?")
+    assert quantity_terms(asked, surface) == {"six", "years"}
+    assert quantity_terms(asked_quantities("病了四天要交什么证明？"), {"四天": "四天", "证明": "证明"}) == {"四天"}

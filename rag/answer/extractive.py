@@ -12,7 +12,8 @@ part asks for (``asked.py``: the asked thing and some of its scope, or the figur
 and a rule for another amount range than the asked one ("above USD 10,000") is lowered
 (``rag.text.amounts``), as is a sentence about other years than the asked one. A table row is one sentence (``sentences.py``); the tail of a row cut off
 by the chunk's start never answers. A part no sentence answers well enough gets a fixed gap sentence
-naming it ("The documents do not answer this part of the question: ..."), never invented text.
+naming it ("The documents do not answer this part of the question: ..."), never invented text;
+when no part is answered, the refusal says why (``unanswered.py``).
 A Chinese part is read by meaning too (``meaning.py``: multilingual e5, which MiniLM's cosine
 stands in for in English): its sentences are judged and ranked on their score plus their closeness
 in meaning, so a sentence that repeats the question's words but says something else falls short,
@@ -29,6 +30,7 @@ from dataclasses import replace
 from llama_index.core.llms import LLM
 
 from rag import rules
+from rag.answer import unanswered
 from rag.answer.base import DraftRequest, Generator, register
 from rag.answer.citations import strip_citations
 from rag.answer.picks import LIST_MARKER_RE, SOURCE_REF_RE, Gap, Pick, compose, list_body
@@ -42,7 +44,6 @@ from rag.text import lexical
 from rag.text.amounts import outside_range
 from rag.text.asked import carries
 from rag.text.figures import holds_share, other_years
-from rag.text.frames import known_word
 from rag.text.quantities import covers_quantity
 from rag.text.question import analyse
 from rag.text.script import CJK, Script, script_of
@@ -304,7 +305,7 @@ def choose_sentences(
         taken = set(seen)
         names = missing_names(part, known)
         if names:
-            picks, why = [], _unnamed(part, names)
+            picks, why = [], unanswered.unnamed(part, names)
         else:
             picks, why = _answer_part(part, request, rejected, floor, vectors, taken, reader)
         if not picks:
@@ -340,12 +341,12 @@ def _answer_part(
     can = [p for p in scored if p.usable and lexical.normalize(p.segment.text) not in rejected]
     usable = [p for p in can if p.carried]
     if not usable:
-        return [], _uncarried(part, max(can, key=_rank, default=None))
+        return [], unanswered.uncarried(part, max(can, key=_rank, default=None))
     usable.sort(key=lambda p: -_rank(p))
     by_meaning = part.cjk and request.index.meaning is not None and not request.index.meaning.missing
     needed = floor + (W_MEANING * MEANING_AT_FLOOR if by_meaning else 0.0)
     if _rank(usable[0]) < needed:
-        return [], _short(part, usable[0], needed, by_meaning)
+        return [], unanswered.short(part, usable[0], _rank(usable[0]), needed, by_meaning)
     fresh = [p for p in usable if _rank(p) >= COMPLEMENT_CUT * _rank(usable[0]) and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])
@@ -357,52 +358,6 @@ def _answer_part(
         if other.terms - best.terms and other.n == best.n:
             return [best, other], ""
     return [best], ""
-
-
-# -- why a part went unanswered: what a refusal by the answerer says ------------------------------
-QUOTE_CHARS = 80  # a sentence named in a reason is cut to this many characters
-MAX_LACKS = 4  # and at most this many of the terms it lacks are named
-
-
-def _quoted(pick: Pick) -> str:
-    text = " ".join(list_body(pick.segment.text).split())
-    text = text if len(text) <= QUOTE_CHARS else text[: QUOTE_CHARS - 1].rstrip() + "…"
-    return f"[{pick.n}] “{text}”"
-
-
-def _terms(part: QuestionPart, terms) -> str:
-    return "、".join(f"“{t}”" for t in terms) if part.cjk else ", ".join(f"'{t}'" for t in terms)
-
-
-def _unnamed(part: QuestionPart, names: list[str]) -> str:
-    if part.cjk:
-        return f"证据中没有提到{_terms(part, names)}"
-    return f"the evidence never names {_terms(part, names)}"
-
-
-def _uncarried(part: QuestionPart, closest: Pick | None) -> str:
-    """No sentence carries what the part asks for: the closest one, and what it lacks (the asked
-    thing's terms first, or the figure it asks for)."""
-    if closest is None:
-        return "证据中没有能单独回答的句子" if part.cjk else "no evidence sentence states anything on its own"
-    others = sorted(part.tokens - part.asked.head - closest.terms)
-    if part.cjk:  # a Chinese part's tokens are its character pairs: name those that are words
-        others = [t for t in others if known_word(t)]
-    lacks = (sorted(part.asked.head - closest.terms) + others)[:MAX_LACKS]
-    figure = (part.wants_figure or part.wants_date) and not lexical.numbers(list_body(closest.segment.text))
-    if part.cjk:
-        what = "没有给出所问的数字" if figure or not lacks else f"缺少{_terms(part, lacks)}"
-        return f"没有句子包含问题所问的内容：最接近的是 {_quoted(closest)}，{what}"
-    what = "gives no figure" if figure or not lacks else f"lacks {_terms(part, lacks)}"
-    return f"no sentence holds what it asks for: the closest, {_quoted(closest)}, {what}"
-
-
-def _short(part: QuestionPart, best: Pick, needed: float, by_meaning: bool) -> str:
-    """The best sentence carries what is asked but scores under what an answer needs."""
-    if part.cjk:
-        how = "得分加上意思相近度" if by_meaning else "得分"
-        return f"最好的句子 {_quoted(best)} 的{how}为 {_rank(best):.3f}，低于回答所需的 {needed:.3f}"
-    return f"the best sentence, {_quoted(best)}, scores {_rank(best):.3f}, under the {needed:.3f} an answer needs"
 
 
 def _rank(pick: Pick) -> float:

@@ -13,7 +13,7 @@ from rag.text import figures as figure_rules
 from rag.text import lexical
 from rag.text.amounts import Interval, question_ranges
 from rag.text.asked import AnswerKind, Asked, asked_for
-from rag.text.quantities import Quantity, asked_quantities, quantity_spans
+from rag.text.quantities import Quantity, asked_quantities
 from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK, HAN_RE, script_of
 
@@ -76,6 +76,7 @@ def _part(text: str) -> QuestionPart:
     names = tuple(m for m in _NAME_RE.findall(text.strip()[1:]) if m.casefold() not in _NOT_NAMES)
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     asked = asked_for(text, cjk, _content)
+    quantities = asked_quantities(text) if rules.on("quantity-ranges") else ()
     return QuestionPart(
         text.strip(),
         _content(text),
@@ -88,8 +89,8 @@ def _part(text: str) -> QuestionPart:
         asked,
         wants_share=share,
         years=figure_rules.years_in(text),
-        quantities=asked_quantities(text) if rules.on("quantity-ranges") else (),
-        quantity_tokens=frozenset().union(*(_content(q) for q in quantity_spans(text))) & _content(text),
+        quantities=quantities,
+        quantity_tokens=frozenset().union(*(_content(q.written) for q in quantities)) & _content(text),
     )
 
 

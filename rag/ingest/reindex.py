@@ -28,8 +28,6 @@ def reindex(kb, full: bool | None = None, principal: Principal = LOCAL_OWNER) ->
     stored setting)."""
     require(kb.catalog, kb.name, principal, Action.REINDEX)
     with kb.write_lock():
-        if full:  # every collection anew: also the fix for an index Chroma cannot read
-            kb.vectors.reset_multilingual()
         return _reindex(kb, full, principal, {})
 
 
@@ -38,7 +36,6 @@ def repair(kb, damage: VectorIndexDamaged) -> int:
     what opening a knowledge base does when Chroma cannot read its index (``VectorIndexDamaged``, a
     kill while Chroma wrote it). Audited as a reindex by the system, naming the damage."""
     log.warning("knowledge base '%s': rebuilding its vectors from the catalog (%s)", kb.name, damage)
-    kb.vectors.reset_multilingual()
     return _reindex(kb, True, REPAIRER, {"repaired": damage.message[:500]})
 
 
@@ -70,6 +67,8 @@ def reconcile(kb) -> int:
 
 
 def _reindex(kb, full: bool | None, principal: Principal, note: dict) -> int:
+    if full:  # every collection anew: also the fix for an index Chroma cannot read
+        kb.vectors.reset_multilingual()
     with kb.catalog.snapshot():
         chunks = kb._records(list(kb.catalog.active_chunk_rows(kb.name)))
     row = kb.catalog.kb(kb.name)

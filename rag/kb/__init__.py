@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rag.config import MULTILINGUAL_EMBEDDER, Settings
 from rag.embedder import Embedder, MultilingualEmbedder, load_embedder, load_multilingual
-from rag.errors import EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable
+from rag.errors import EmbeddingModelMismatch, KnowledgeBaseNotFound, RagError, StoreUnavailable, VectorIndexDamaged
 from rag.ingest import pipeline, reindex
 from rag.ingest.pipeline import IngestResult, Progress, UploadItem
 from rag.kb.reads import KnowledgeBaseReads
@@ -176,7 +176,9 @@ class KnowledgeBase(KnowledgeBaseReads):
         if writer.has_leftovers(self.catalog, self.name):
             return True
         try:
-            return self.vectors.damage() is not None or self._vectors_differ()
+            return self.vectors.checked_count() != self.catalog.active_chunk_count(self.name)
+        except VectorIndexDamaged:
+            return True
         except StoreUnavailable as exc:  # unreachable: whatever is asked of it next fails with the fix
             log.warning("'%s': could not check the vectors (%s)", self.name, exc)
             return False
@@ -189,20 +191,16 @@ class KnowledgeBase(KnowledgeBaseReads):
         cannot be reached is not checked: the write that follows fails with the fix, recorded as a
         failed job."""
         try:
-            damage = self.vectors.damage()
+            self.vectors.checked_count()
+        except VectorIndexDamaged as damage:
+            reindex.repair(self, damage)
         except StoreUnavailable as exc:
             log.warning("'%s': could not check the vectors (%s)", self.name, exc)
             writer.finish_interrupted(self.catalog, self.vectors, self.name)
             return
-        if damage is not None:
-            reindex.repair(self, damage)
         writer.finish_interrupted(self.catalog, self.vectors, self.name)
-        if self._vectors_differ():
+        if self.vectors.count() != self.catalog.active_chunk_count(self.name):
             reindex.reconcile(self)
-
-    def _vectors_differ(self) -> bool:
-        """The embedder's collection holds another number of vectors than there are active chunks."""
-        return self.vectors.count() != self.catalog.active_chunk_count(self.name)
 
     def _drop_inactive(self) -> None:
         writer.drop_inactive(self.catalog, self.vectors, self.name)

@@ -25,7 +25,7 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag.config import MULTILINGUAL_EMBEDDER, Settings
-from rag.errors import StoreUnavailable, VectorIndexDamaged
+from rag.errors import StoreUnavailable
 from rag.records import ChunkRecord
 from rag.store.chroma import chroma_client, forget_client, settled
 
@@ -174,23 +174,19 @@ class VectorStore:
         """The model that wrote the multilingual vectors ('' for a collection made before it was recorded)."""
         return str((self.multilingual.metadata or {}).get(MODEL_KEY, ""))
 
-    def multilingual_ids(self, batch: int = 5000) -> set[str]:
+    def multilingual_ids(self) -> set[str]:
         """Ids of every chunk with a multilingual vector."""
-        ids: set[str] = set()
-        offset = 0
-        while True:
-            got = self._call("get", lambda at=offset: self.multilingual.get(limit=batch, offset=at, include=[]))
-            if not got["ids"]:
-                return ids
-            ids.update(got["ids"])
-            offset += len(got["ids"])
+        return self._ids(self.multilingual)
 
-    def ids(self, batch: int = 5000) -> set[str]:
+    def ids(self) -> set[str]:
         """Ids of every vector in the embedder's collection."""
+        return self._ids(self.collection)
+
+    def _ids(self, collection, batch: int = 5000) -> set[str]:
         ids: set[str] = set()
         offset = 0
         while True:
-            got = self._call("get", lambda at=offset: self.collection.get(limit=batch, offset=at, include=[]))
+            got = self._call("get", lambda at=offset: collection.get(limit=batch, offset=at, include=[]))
             if not got["ids"]:
                 return ids
             ids.update(got["ids"])
@@ -265,19 +261,16 @@ class VectorStore:
     def count(self) -> int:
         return self._call("count", lambda: self.collection.count())
 
-    def damage(self) -> VectorIndexDamaged | None:
-        """Why Chroma cannot read one of the collections' indexes (a kill while it wrote one), or
-        None: a count reads each index. A server that cannot be reached is ``StoreUnavailable`` at
-        once (no wait for a restart: this is a check before other work, which then waits or fails
-        with the fix on its own)."""
+    def checked_count(self) -> int:
+        """The embedder's collection's count, after counting each collection (a count reads its
+        index): ``VectorIndexDamaged`` when Chroma cannot read one (a kill while it wrote it), and a
+        server that cannot be reached is ``StoreUnavailable`` at once (no wait for a restart: this is
+        a check before other work, which then waits or fails with the fix on its own)."""
         try:
-            for collection in (self.collection, self.multilingual, self.sentences):
-                settled("count", lambda c=collection: c.count(), self.kb)
-        except VectorIndexDamaged as exc:
-            return exc
+            counts = [settled("count", c.count, self.kb) for c in (self.collection, self.multilingual, self.sentences)]
         except httpx.TransportError as exc:
             raise StoreUnavailable(f"Cannot reach the Chroma server to check '{self.collection_name}': {exc}.") from exc
-        return None
+        return counts[0]
 
     def all_items(self, batch: int = 2000):
         """Yield (id, text, metadata) for every stored vector (BM25 rebuild, export)."""

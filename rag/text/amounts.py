@@ -27,7 +27,7 @@ _NUM = r"(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{3,}(?:\.\d+)?)"
 _CURRENCY = rf"(?:{CURRENCY}\s*)?"  # a general list (rag.text.figures), not the demo's
 # (words, the bound it sets: "low" or "high", whether the figure itself is included); longest first
 # within a direction, so "not exceeding" is read before "exceeding" and "不超过" before "超过".
-_BEFORE: tuple[tuple[str, str, bool], ...] = (
+BEFORE_WORDS: tuple[tuple[str, str, bool], ...] = (
     (
         r"not exceeding|not more than|no more than|up to|at most|a maximum of|maximum of|不超过|不高于|不多于|最多|至多",
         "high",
@@ -37,16 +37,16 @@ _BEFORE: tuple[tuple[str, str, bool], ...] = (
     (r"at least|a minimum of|minimum of|not less than|no less than|不低于|不少于|至少", "low", True),
     (r"above|over|more than|exceeding|greater than|in excess of|超过|高于|大于|多于", "low", False),
 )
-_AFTER: tuple[tuple[str, str, bool], ...] = (
+AFTER_WORDS: tuple[tuple[str, str, bool], ...] = (
     (r"or more|or above|and above|以上|及以上", "low", True),
     (r"or less|or below|and below|以下|以内|及以下", "high", True),
 )
 _UNIT = r"\s*(?:元|块)?\s*"
 _BEFORE_RE = re.compile(
-    "|".join(f"(?P<b{i}>{words})\\s*{_CURRENCY}{_NUM}" for i, (words, _, _) in enumerate(_BEFORE)), re.I
+    "|".join(f"(?P<b{i}>{words})\\s*{_CURRENCY}{_NUM}" for i, (words, _, _) in enumerate(BEFORE_WORDS)), re.I
 )
 _AFTER_RE = re.compile(
-    "|".join(f"{_CURRENCY}{_NUM}{_UNIT}(?P<a{i}>{words})" for i, (words, _, _) in enumerate(_AFTER)), re.I
+    "|".join(f"{_CURRENCY}{_NUM}{_UNIT}(?P<a{i}>{words})" for i, (words, _, _) in enumerate(AFTER_WORDS)), re.I
 )
 _BETWEEN_RE = re.compile(rf"(?:between\s+)?{_CURRENCY}{_NUM}{_UNIT}(?:至|到|-|–|and|to)\s*{_CURRENCY}{_NUM}", re.I)
 _AMOUNT_RE = re.compile(_NUM)
@@ -79,6 +79,13 @@ class Interval:
         return not self.intersect(other).empty()
 
 
+def bound(value: float, side: str, inclusive: bool) -> Interval:
+    """The range a comparison word sets: from ``value`` up ("low") or up to it ("high")."""
+    if side == "low":
+        return Interval(low=value, low_open=not inclusive)
+    return Interval(high=value, high_open=not inclusive)
+
+
 def _value(raw: str) -> float:
     return float(raw.replace(",", ""))
 
@@ -86,14 +93,11 @@ def _value(raw: str) -> float:
 def _bounds(text: str) -> tuple[list[Interval], list[tuple[int, int]]]:
     """Each bound a comparison word sets in ``text``, and the character spans they take."""
     found, spans = [], []
-    for regex, table, prefix in ((_BEFORE_RE, _BEFORE, "b"), (_AFTER_RE, _AFTER, "a")):
+    for regex, table, prefix in ((_BEFORE_RE, BEFORE_WORDS, "b"), (_AFTER_RE, AFTER_WORDS, "a")):
         for m in regex.finditer(text):
             i = next(k for k in range(len(table)) if m.group(f"{prefix}{k}"))
-            value, (_, side, inclusive) = _value(_AMOUNT_RE.search(m.group()).group()), table[i]
-            if side == "low":
-                found.append(Interval(low=value, low_open=not inclusive))
-            else:
-                found.append(Interval(high=value, high_open=not inclusive))
+            _, side, inclusive = table[i]
+            found.append(bound(_value(_AMOUNT_RE.search(m.group()).group()), side, inclusive))
             spans.append(m.span())
     for m in _BETWEEN_RE.finditer(text):
         if not any(s <= m.start() < e or s < m.end() <= e for s, e in spans):

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rag.store.numerals import canonical
-from rag.text.amounts import Interval
+from rag.text.amounts import AFTER_WORDS, BEFORE_WORDS, Interval, bound
 
 # English number words a duration or count is written with ("six years", "twelve nights")
 _WORDS = (
@@ -66,21 +66,17 @@ _ZH_RE = re.compile(
     + "|".join(f"(?P<zh_{u}>{w})" for u, w in _UNITS_ZH.items())
     + ")"
 )
-# (words before the figure or after the unit, the bound they set, whether the figure is included)
-_BEFORE: tuple[tuple[str, str, bool], ...] = (
-    (
-        r"not exceeding|not more than|no more than|up to|at most|a maximum of|maximum of|within|不超过|最多|至多",
-        "high",
-        True,
-    ),
-    (r"less than|fewer than|under|below|低于|少于|不足|未满", "high", False),
-    (r"at least|a minimum of|minimum of|not less than|after|from|不少于|至少|满", "low", True),
-    (r"more than|over|exceeding|longer than|超过|多于|大于", "low", False),
-)
-_AFTER: tuple[tuple[str, str, bool], ...] = (
-    (r"or more|or longer|and over|以上|及以上|或以上", "low", True),
-    (r"or less|or fewer|以内|以下|之内", "high", True),
-)
+# the comparison words of amounts, and those only durations take ("within 30 days", "after five years",
+# "满五年", "or longer"), by the bound they set and whether the figure is included
+_DURATION_BEFORE = {("high", True): "within", ("low", True): "after|from|满", ("low", False): "longer than"}
+_DURATION_AFTER = {("low", True): "or longer|and over|或以上", ("high", True): "or fewer|之内"}
+
+
+def _with(table: tuple[tuple[str, str, bool], ...], extra: Mapping[tuple[str, bool], str]):
+    return tuple((f"{w}|{extra[(side, inc)]}" if (side, inc) in extra else w, side, inc) for w, side, inc in table)
+
+
+_BEFORE, _AFTER = _with(BEFORE_WORDS, _DURATION_BEFORE), _with(AFTER_WORDS, _DURATION_AFTER)
 _POINTING = frozenset("哪那这每同当某其另第")  # "哪一年", "这一天", "每一周", "第一天": which, each or the nth one
 _GAP = r"[\s，,]*"  # between the comparison word and the figure, or the unit and the word after it
 
@@ -88,12 +84,12 @@ _GAP = r"[\s，,]*"  # between the comparison word and the figure, or the unit a
 @dataclass(frozen=True)
 class Quantity:
     """A quantity as written: its unit, the range it states (a point without a comparison word),
-    whether a comparison word set that range, and its span in the canonical text."""
+    whether a comparison word set that range, and how the canonical text writes it ("six years", "4天")."""
 
     unit: str
     interval: Interval
     compared: bool
-    span: tuple[int, int]
+    written: str
 
 
 def _value(raw: str) -> float:
@@ -109,17 +105,11 @@ def _bound(text: str, start: int, end: int, value: float) -> Interval | None:
     before, after = text[max(0, start - 24) : start], text[end : end + 12]
     for words, side, inclusive in _BEFORE:
         if re.search(rf"(?:^|[^a-z])(?:{words}){_GAP}$", before, re.I):
-            return _interval(value, side, inclusive)
+            return bound(value, side, inclusive)
     for words, side, inclusive in _AFTER:
         if re.match(rf"{_GAP}(?:{words})(?![a-z])", after, re.I):
-            return _interval(value, side, inclusive)
+            return bound(value, side, inclusive)
     return None
-
-
-def _interval(value: float, side: str, inclusive: bool) -> Interval:
-    if side == "low":
-        return Interval(low=value, low_open=not inclusive)
-    return Interval(high=value, high_open=not inclusive)
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -134,8 +124,8 @@ def quantities(text: str) -> list[Quantity]:
             ):
                 continue
             value = _value(m.group("num"))
-            bound = _bound(text, m.start(), m.end(), value)
-            out.append(Quantity(_unit(m), bound or Interval.point(value), bound is not None, m.span()))
+            found = _bound(text, m.start(), m.end(), value)
+            out.append(Quantity(_unit(m), found or Interval.point(value), found is not None, m.group()))
     return out
 
 
@@ -162,14 +152,8 @@ def covers_quantity(asked: tuple[Quantity, ...], text: str) -> bool:
     return any(q.unit in ranges and q.interval.meets(ranges[q.unit]) for q in asked)
 
 
-def quantity_terms(question: str, surface: Mapping[str, str]) -> frozenset[str]:
-    """The question terms (term -> as written) that are part of how it writes a duration or count:
-    "six", "years" of "six years"; "四天" of "病了四天"."""
-    spans = [s.casefold() for s in quantity_spans(question)]
-    return frozenset(t for t, shown in surface.items() if any(canonical(shown).casefold() in span for span in spans))
-
-
-def quantity_spans(question: str) -> list[str]:
-    """The quantities of ``question`` as its canonical text writes them ("six years", "4天")."""
-    text = canonical(question)
-    return [text[s:e] for s, e in (q.span for q in quantities(question))]
+def quantity_terms(asked: tuple[Quantity, ...], surface: Mapping[str, str]) -> frozenset[str]:
+    """The question terms (term -> as written) that are part of how it writes the ``asked``
+    durations or counts: "six", "years" of "six years"; "四天" of "病了四天"."""
+    written = [q.written.casefold() for q in asked]
+    return frozenset(t for t, shown in surface.items() if any(canonical(shown).casefold() in w for w in written))

@@ -193,7 +193,7 @@ def ranged_amount(question: str, surface: Mapping[str, str], texts: Sequence[str
     if terms and (covering := tuple(sent for sent in split if covers(asked, sent))):
         groups.append((terms, covering))
     quantities = asked_quantities(question) if rules.on("quantity-ranges") else ()
-    terms = quantity_terms(question, surface) if quantities else frozenset()
+    terms = quantity_terms(quantities, surface)
     if terms and (covering := tuple(sent for sent in split if covers_quantity(quantities, sent))):
         groups.append((terms, covering))
     return Ranged(tuple(groups)) if groups else None
