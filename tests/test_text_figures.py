@@ -36,6 +36,33 @@ def test_a_date_is_held_for_both_stages(text):
     assert has_date(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Desks not checked into by 10:30 are released.",  # a time of day
+        "The gym opens at 6am and closes at 9.30 p.m.",
+        "Collections end at midday.",
+        "Fees are taken on the 1st of each month.",  # a day of the month by its ordinal
+        "Rent is late if not paid by the 5th.",
+        "Return the car on or before your last working day.",  # a day named by an event
+        "Send your bank details 3 working days before your start date.",
+        "The library is closed at weekends.",
+    ],
+)
+def test_a_time_of_day_a_day_of_the_month_or_a_day_named_by_an_event_answers_when(text):
+    """A "when" question is answered by a time ("by 10:30"), an ordinal day or a day an event names, not
+    only by a calendar date: none of them leaves the answer's kind missing."""
+    assert carries(AnswerKind.DATE, text)
+    assert has_date(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["Version 2.0 is out.", "Mix them at a ratio of 1:7.", "Go to the 5th floor.", "Rated 3.5 stars."]
+)
+def test_a_version_a_ratio_or_a_floor_is_no_date(text):
+    assert not has_date(text)
+
+
 def test_may_alone_is_the_modal_not_the_month():
     assert not dates_in("You may claim a taxi.")
     assert dates_in("Signed on 3 May 2024") >= {"3may", "2024"}

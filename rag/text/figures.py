@@ -71,13 +71,24 @@ SHARE = re.compile(
 _QUANTITY_NOUN = re.compile(
     rf"\b(?:{'|'.join(sorted(QUANTITY_NOUNS_EN))})\b|(?:{'|'.join(QUANTITY_NOUNS_ZH)})[？?]?$", re.I
 )
+# a kind of day a count of days is counted in ("3 working days", "10 clear days")
+_DAY_KINDS = "working|business|calendar|clear|full|consecutive|school|banking"
+_ORDINAL_DAY = r"(?:[12]?\d|3[01])(?:st|nd|rd|th)"
 DATE = re.compile(
     r"\b(?:1[5-9]\d\d|20\d\d)\b"  # a year
     r"|\d{4}-\d{2}-\d{2}|\b\d{1,2}[/-]\d{1,2}\b"
     rf"|\d{{1,4}}\s*(?:[年月日号天周]|个月|小时)|[{ZH_NUMERAL}]+(?:[年月日号天周]|个月|小时)"
     rf"|\b(?:{_MONTH}|{_MONTH_ABBR})\b|\bmay\s+\d{{1,4}}\b|\b\d{{1,2}}\s+may\b"
-    rf"|\b(?:{'|'.join(WEEKDAYS)})\b|\b(?:q[1-4]|fy\s?\d{{2,4}})\b"
-    rf"|\b(?:\d+|{'|'.join(NUMBER_WORDS_EN[:20])})\s+(?:{'|'.join(TIME_UNITS_EN)})\b"
+    rf"|\b(?:{'|'.join(WEEKDAYS)}|weekend|weekday)s?\b|\b(?:q[1-4]|fy\s?\d{{2,4}})\b"
+    rf"|\b(?:\d+|{'|'.join(NUMBER_WORDS_EN[:20])})\s+(?:(?:{_DAY_KINDS})\s+)?(?:{'|'.join(TIME_UNITS_EN)})\b"
+    # a time of day: "10:30", "20:00", "9.30am", "5 p.m.", "noon"
+    r"|\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s*(?:[ap]\.m\.|[ap]m\b)"
+    r"|\b(?:noon|midday|midnight)\b"
+    # a day of the month by its ordinal: "the 1st of each month", "by the 5th", "15th day"
+    rf"|\b{_ORDINAL_DAY}\s+(?:of|day)\b|\b(?:on|by|until|till|before|after|from)\s+the\s+{_ORDINAL_DAY}\b"
+    # a day named by an event: "their last working day", "your start date"
+    rf"|\b(?:last|first|final|next|same|following|previous)\s+(?:(?:{_DAY_KINDS})\s+)?day\b"
+    r"|\b(?:start|end|due|expiry|closing|renewal|effective|leaving)\s+date\b"
     r"|(?:上|下|本|去|今|明|前|后)(?:年|月|周|季度)|周[一二三四五六日末]|星期|每年|每月|每周|季度",
     re.I,
 )
