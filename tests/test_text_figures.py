@@ -47,6 +47,9 @@ def test_a_date_is_held_for_both_stages(text):
         "Return the car on or before your last working day.",  # a day named by an event
         "Send your bank details 3 working days before your start date.",
         "The library is closed at weekends.",
+        "员工须在8:45前到岗。",  # a time of day in Chinese (什么时间 asks for one)
+        "服务台下午5点半下班。",
+        "每天上午九点开门。",
     ],
 )
 def test_a_time_of_day_a_day_of_the_month_or_a_day_named_by_an_event_answers_when(text):
@@ -57,7 +60,16 @@ def test_a_time_of_day_a_day_of_the_month_or_a_day_named_by_an_event_answers_whe
 
 
 @pytest.mark.parametrize(
-    "text", ["Version 2.0 is out.", "Mix them at a ratio of 1:7.", "Go to the 5th floor.", "Rated 3.5 stars."]
+    "text",
+    [
+        "Version 2.0 is out.",
+        "Mix them at a ratio of 1:7.",
+        "Go to the 5th floor.",
+        "Rated 3.5 stars.",
+        "配比为1：7。",
+        "请再快一点。",  # 点 after a numeral is "a little" or "points", not an hour, without 钟 / 半 / 分 or a time of day
+        "我们提出3点建议。",
+    ],
 )
 def test_a_version_a_ratio_or_a_floor_is_no_date(text):
     assert not has_date(text)

@@ -82,8 +82,11 @@ DATE = re.compile(
     rf"|\b(?:{'|'.join(WEEKDAYS)}|weekend|weekday)s?\b|\b(?:q[1-4]|fy\s?\d{{2,4}})\b"
     rf"|\b(?:\d+|{'|'.join(NUMBER_WORDS_EN[:20])})\s+(?:(?:{_DAY_KINDS})\s+)?(?:{'|'.join(TIME_UNITS_EN)})\b"
     # a time of day: "10:30", "20:00", "9.30am", "5 p.m.", "noon"
-    r"|\b(?:[01]?\d|2[0-3]):[0-5]\d\b|\b(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s*(?:[ap]\.m\.|[ap]m\b)"
+    r"|(?<![\d:：.])(?:[01]?\d|2[0-3])[:：][0-5]\d(?![\d:：])|\b(?:1[0-2]|0?[1-9])(?:[:.][0-5]\d)?\s*(?:[ap]\.m\.|[ap]m\b)"
     r"|\b(?:noon|midday|midnight)\b"
+    # 上午九点, 下午5点半, 9点30分, 八点钟 (a bare 点 is a point or "a little": 一点, 3点建议)
+    rf"|(?:上午|下午|中午|晚上|早上|凌晨|傍晚|夜里|半夜)\s*[\d{ZH_NUMERAL}]{{1,3}}\s*[点时]"
+    rf"|[\d{ZH_NUMERAL}]{{1,3}}\s*点(?:半|钟|\s*[\d{ZH_NUMERAL}]{{1,3}}\s*分)"
     # a day of the month by its ordinal: "the 1st of each month", "by the 5th", "15th day"
     rf"|\b{_ORDINAL_DAY}\s+(?:of|day)\b|\b(?:on|by|until|till|before|after|from)\s+the\s+{_ORDINAL_DAY}\b"
     # a day named by an event: "their last working day", "your start date"
