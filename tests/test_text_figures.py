@@ -169,6 +169,13 @@ def test_question_terms_keep_a_dictionary_word_that_starts_like_a_frame():
         ("By when must I submit the form?", True),
         ("I travel a lot, and when do I file the claim?", True),
         ("What's the limit per guest when taking customers out to dinner?", False),  # a conjunction
+        ("How early do I have to put the bins out?", True),
+        ("How late can I drop the car off?", True),
+        ("Which days should I send my figures in?", True),
+        ("what's our deadline to cancel for free?", True),
+        ("deadline to upload my certificate after passing?", True),
+        ("I missed the sign-up deadline, how much does it cost to enrol late?", False),  # asks a sum
+        ("How long is the notice period?", False),
     ],
 )
 def test_when_asks_for_a_date_only_as_a_question_word(question, date):
