@@ -158,6 +158,15 @@ def test_phrases_stay_inside_a_clause_and_skip_the_most_common_words():
     assert "child parent" not in got and "you may" not in got
 
 
+def test_a_unit_abbreviation_is_a_phrase_that_can_cover_the_unit_in_words(embedder):
+    from rag.retrieval.answerability.phrases import close_phrases, phrases
+
+    evidence = ["Economy fares include one checked bag of up to 23 kg."]
+    assert "kg" in phrases(evidence) and "of" not in phrases(evidence)
+    found = close_phrases({"kilo": "kilos"}, evidence, embedder.embed_texts)
+    assert found["kilo"].phrase == "kg"
+
+
 def test_close_phrases_cover_a_term_in_other_words_but_not_a_look_alike(embedder):
     from rag.retrieval.answerability.phrases import CLOSE_PHRASE_MIN, close_phrases
 

@@ -45,7 +45,7 @@ def phrases(texts: Sequence[str]) -> list[str]:
     out: dict[str, None] = {}
     for clause in (c for text in texts for c in _CLAUSE.split(text)):
         words = [w.lower() for w in _WORD.findall(clause)]
-        content = [not (w in _STOP or len(w) < 3 or is_grammar(w)) for w in words]
+        content = [not (w in _STOP or len(w) < 2 or is_grammar(w)) for w in words]  # "kg", "tv" are words
         for i, w in enumerate(words):
             if not content[i]:
                 continue
