@@ -178,7 +178,7 @@ def test_question_terms_keep_a_dictionary_word_that_starts_like_a_frame():
         ("How long is the notice period?", False),
     ],
 )
-def test_when_asks_for_a_date_only_as_a_question_word(question, date):
+def test_a_date_is_asked_by_question_words_not_by_a_conjunction(question, date):
     assert asks_date(question) is date
     assert (asks_for(question) is AnswerKind.DATE) is date
 
