@@ -43,7 +43,7 @@ _ASKS_DATE = re.compile(
     rf"(?:^\s*|[,;:]\s*)when\b|\bwhen\s+(?:{_AUX})\b|\b(?:until|by|since|from)\s+when\b|\bwhen\s*\?"
     # how soon / early / late; what or which day(s), what time; "what's the deadline", "deadline to …?"
     r"|\bhow (?:soon|early|late)\b|\b(?:what|which) (?:year|date|day|month|time)s?\b"
-    r"|\bwhat(?:['’]s|\s+is|\s+are)?\s+(?:the\s+|my\s+|our\s+|your\s+)?deadlines?\b|^\s*deadlines?\b"
+    r"|\bwhat(?:['’]s|\s+is|\s+are)?\s+(?:(?:the|my|our|your)\s+)?deadlines?\b|^\s*deadlines?\b"
     r"|何时|什么时候|什么时间|哪一?年|哪一?天|哪个月|几月|几号|几日|截止|日期|时间[？?]?$",
     re.I,
 )
