@@ -293,6 +293,11 @@ def test_a_latin_term_run_into_chinese_is_quoted_as_written():
         # a user's own words: cuts across grammar jieba makes up, or lists only as rare phrases
         ("三天内要交吗，我能报销吗，还会扣钱吗？", {"内要", "我能", "还会"}),
         ("一个月顶多能拿几块钱？", {"顶多能"}),
+        # what 几 asks in (a time, a day of the month, a month) and relations English says with a preposition
+        ("请问早上最晚几点得到公司？", {"几点"}),
+        ("这个月的网费最迟几号之前要交？", {"几号", "之前"}),
+        ("费用产生以后要在几天之内提交报销？", {"以后", "之内"}),
+        ("单价一千元以上的采购谁审批？", {"以上"}),
     ],
 )
 def test_question_frames_are_not_terms(question, not_terms):
@@ -306,6 +311,13 @@ def test_grammar_cuts_keep_the_words_a_user_asks_about():
     快递费 are as rare in jieba's dictionary as 顶多能)."""
     assert {"报销", "扣钱"} <= set(question_terms("三天内要交吗，我能报销吗，还会扣钱吗？"))
     assert {"倒休", "快递费"} <= set(question_terms("倒休和快递费怎么算？"))
+
+
+def test_relations_and_asked_units_keep_words_built_on_the_same_characters():
+    """Only the 以 / 之 compounds of a direction and an interrogative glued to a unit are frames:
+    the words around them stay terms ("早点" is breakfast, "每月" a period the answer must match)."""
+    assert set(question_terms("早点补贴几点发？")) == {"早点", "补贴"}
+    assert set(question_terms("入职之后每月的补贴是多少？")) == {"入职", "每月", "补贴"}
 
 
 def test_a_latin_name_in_a_chinese_question_stays_a_term():

@@ -51,6 +51,8 @@ def test_a_rule_off_changes_the_fingerprint(monkeypatch):
         ("Which regions does the policy cover?", "categories", "region"),
         ("该公司大约有多少员工？", "hedges", "大约"),
         ("法规一共有几项规定？", "frames", "几项"),
+        ("费用产生以后要在几天之内提交报销？", "relations", "以后"),
+        ("早上最晚几点到公司？", "asked-units", "几点"),
         ("Can I work from here on Fridays?", "grammar-words", "here"),
     ],
 )

@@ -8,6 +8,11 @@ its subject, by two rules over jieba's tokens (no list of single questions):
    frame: "慧是" of "王法慧是谁", "此鱼" of "此鱼分布在哪里". A dictionary word is kept
    whatever its first character: 几何, 该死, 那曲.
 
+Two closed classes are frames too: 几 or 哪 glued to the unit it asks in (``is_asked_unit``: 几点,
+几号, 哪月; the answer states "9:30" or "15 日", never 几点), and the locatives of relation 以 / 之 +
+a direction (``is_relation_word``: 以后, 之内, 以上), which English says with a preposition ("after",
+"within", "above") and a document in other words (后, 内, 超过).
+
 ``is_grammar_cut`` widens rule 2 to the grammar a user's own words are full of: a made-up token
 (or a rare dictionary phrase) that starts or ends on one of the most common single-character
 words tagged as grammar is a cut across grammar, "我能" of "我能报销吗", "内要" of "三天内要交",
@@ -45,6 +50,27 @@ def known_word(token: str) -> bool:
     """A word of jieba's dictionary (not one its HMM made up for text it did not know)."""
     jieba.dt.check_initialized()
     return jieba.dt.FREQ.get(token, 0) > 0
+
+
+ASKING = frozenset("几哪")  # the interrogatives of a count or a choice
+# what 几 / 哪 ask for when glued to it: a time of day, a day of the month, a month, a share (几点, 几号, 几成)
+ASKED_UNITS = frozenset("点号月时日周成")
+WEEKDAY_ASKED = frozenset({"星期几", "礼拜几", "周几"})
+# the grammaticalised locatives 以 / 之 + a direction: what English says with a preposition ("after",
+# "within", "above"), which is never a term there either (以后, 之内, 以上)
+RELATION_HEADS = frozenset("以之")
+RELATION_TAILS = frozenset("上下内外后前来间际中")
+
+
+def is_asked_unit(token: str) -> bool:
+    """An interrogative glued to the unit it asks in (几点, 几号, 哪月, 星期几): the answer states
+    the time or the share, never the question's word for it."""
+    return token in WEEKDAY_ASKED or (len(token) == 2 and token[0] in ASKING and token[1] in ASKED_UNITS)
+
+
+def is_relation_word(token: str) -> bool:
+    """以后, 之内, 以上: a relation a sentence may say in other words (后, 内, 超过)."""
+    return len(token) == 2 and token[0] in RELATION_HEADS and token[1] in RELATION_TAILS
 
 
 def is_frame_token(token: str) -> bool:

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from rag import rules
 from rag.store.tokenize import tokenize
 from rag.text import figures
-from rag.text.frames import is_frame_token, is_grammar_cut
+from rag.text.frames import is_asked_unit, is_frame_token, is_grammar_cut, is_relation_word
 from rag.text.frequency import is_grammar
 from rag.text.script import CJK_LETTERS, HAN_RE
 
@@ -89,6 +89,7 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
     """``question_terms`` with the rules ``off`` turned off (``rag.rules``: an ablation)."""
     categories, frames, cuts = "categories" not in off, "frames" not in off, "grammar-cuts" not in off
     grammar, hedges = "grammar-words" not in off, HEDGES_ZH if "hedges" not in off else frozenset()
+    units, relations = "asked-units" not in off, "relations" not in off
     out: dict[str, str] = {}
     words = [_CONTRACTION.sub("", _uncontracted(w)) for w in _WORD.findall(question)]
     for i, word in enumerate(words):
@@ -111,6 +112,8 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
                     frames and _CJK_CHAR.match(term) and is_frame_token(term)
                 )  # "几项", "哪所", "慧是": rag.text.frames
                 or (cuts and _CJK_CHAR.match(term) and is_grammar_cut(term))  # "我能", "内要"
+                or (units and is_asked_unit(term))  # "几点", "几号"
+                or (relations and is_relation_word(term))  # "以后", "之内"
             ):
                 continue
             if len(term) == 1 and _CJK_CHAR.match(term):  # jieba cuts single characters inconsistently
