@@ -45,7 +45,7 @@ from rag.rules import RULES, parse
 from rag.text.terms import question_terms
 
 # rules of rag.text.terms.question_terms
-TERM_RULES = ("categories", "frames", "grammar-cuts", "hedges", "grammar-words")
+TERM_RULES = ("categories", "frames", "grammar-cuts", "asked-units", "relations", "hedges", "grammar-words")
 RULE = "absent-term-rule"
 ABLATIONS = (*FEATURES, RULE)
 FOLDS = 5
