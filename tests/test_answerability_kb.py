@@ -102,3 +102,30 @@ def test_the_verdict_survives_the_trace_round_trip(en_kb):
     assert back.answerability == t.answerability
     # every feature the model weighs was computed (more are, for fitting: absent_word)
     assert set(back.answerability.contributions) == set(back.answerability.weights) <= set(back.answerability.features)
+
+
+def test_a_chinese_question_saying_a_relation_in_other_words_is_answered(make_kb, monkeypatch):
+    """ "以后" and "之内" are the question's way of saying "after" and "within", which the policy says
+    with 后 and 内: they are no terms its answer must hold (rule ``relations``), so the answering
+    sentence holds every term of the question and it is answered at the default threshold; counted as
+    terms, the same sentence holds about half of the question's weight, and P(answerable) is lower."""
+    from rag import rules
+
+    kb = _kb(make_kb, "zh-deadline", {**ZH_DOCS, "claims_zh.md": CLAIMS_ZH})
+    question = "费用产生以后要在几天之内提交报销？"
+    monkeypatch.delenv(rules.ENV, raising=False)
+    t = retrieve(kb, question)
+    a = t.answerability
+    assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
+    assert t.evidence()[0].doc_name == "claims_zh.md" and "30 天内" in a.best_sentence
+    assert {m.term for m in a.term_matches}.isdisjoint({"以后", "之内"})
+    monkeypatch.setenv(rules.ENV, "relations")
+    counted = retrieve(kb, question).answerability
+    assert {"以后", "之内"} <= {m.term for m in counted.term_matches}
+    assert counted.features["cover_sentence"] < a.features["cover_sentence"] and counted.probability < a.probability
+
+
+CLAIMS_ZH = (
+    "# 报销流程\n\n## 提交时限\n\n员工应在费用发生后 30 天内通过报销系统提交报销申请，逾期未提交的，财务部有权不予受理。"
+    "每年 12 月发生的费用须在 12 月 25 日前提交。\n\n## 付款\n\n财务部在审批完成后 10 个工作日内付款。"
+)
