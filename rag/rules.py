@@ -27,7 +27,7 @@ RULES: Mapping[str, str] = MappingProxyType(
         "categories": "the answer category after which / what / 哪些 / 什么 is not a term",
         "frames": "a Chinese token glued to a pointer or a particle (几项, 哪所, 慧是) is not a term",
         "grammar-cuts": "a made-up Chinese token on a common grammatical character (我能, 内要, 还会) is not a term",
-        "asked-units": "an interrogative glued to the unit it asks in (几点, 几号, 星期几) is not a term",
+        "asked-units": "an interrogative glued to the unit it asks in (几点, 几号, 周几) is not a term",
         "relations": "a Chinese locative of relation (以后, 之内, 以上), an English preposition's work, is not a term",
         "hedges": "hedges (大约, 主要, 实际, 称之为) are not terms",
         "grammar-words": "the most common English words (Zipf >= 5.75: 'here', 'am') are not terms",

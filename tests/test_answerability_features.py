@@ -295,6 +295,7 @@ def test_a_latin_term_run_into_chinese_is_quoted_as_written():
         ("一个月顶多能拿几块钱？", {"顶多能"}),
         # what 几 asks in (a time, a day of the month, a month) and relations English says with a preposition
         ("请问早上最晚几点得到公司？", {"几点"}),
+        ("食堂周几供应早餐？", {"周几"}),
         ("这个月的网费最迟几号之前要交？", {"几号", "之前"}),
         ("费用产生以后要在几天之内提交报销？", {"以后", "之内"}),
         ("单价一千元以上的采购谁审批？", {"以上"}),

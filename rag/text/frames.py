@@ -55,7 +55,7 @@ def known_word(token: str) -> bool:
 ASKING = frozenset("几哪")  # the interrogatives of a count or a choice
 # what 几 / 哪 ask for when glued to it: a time of day, a day of the month, a month, a share (几点, 几号, 几成)
 ASKED_UNITS = frozenset("点号月时日周成")
-WEEKDAY_ASKED = frozenset({"星期几", "礼拜几", "周几"})
+WEEKDAY_ASKED = "周几"  # the unit before 几: jieba cuts 星期几 and 礼拜几 in two, and a lone 几 is no term
 # the grammaticalised locatives 以 / 之 + a direction: what English says with a preposition ("after",
 # "within", "above"), which is never a term there either (以后, 之内, 以上)
 RELATION_HEADS = frozenset("以之")
@@ -63,9 +63,9 @@ RELATION_TAILS = frozenset("上下内外后前来间际中")
 
 
 def is_asked_unit(token: str) -> bool:
-    """An interrogative glued to the unit it asks in (几点, 几号, 哪月, 星期几): the answer states
+    """An interrogative glued to the unit it asks in (几点, 几号, 哪月, 周几): the answer states
     the time or the share, never the question's word for it."""
-    return token in WEEKDAY_ASKED or (len(token) == 2 and token[0] in ASKING and token[1] in ASKED_UNITS)
+    return token == WEEKDAY_ASKED or (len(token) == 2 and token[0] in ASKING and token[1] in ASKED_UNITS)
 
 
 def is_relation_word(token: str) -> bool:
