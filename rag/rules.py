@@ -34,6 +34,8 @@ RULES: Mapping[str, str] = MappingProxyType(
         "everyday-words": "an everyday word (Zipf >= 4.5: 'money') absent from the documents never refuses",
         "spellings": "another spelling (a typo, another jieba cut, a figure in Chinese numerals) is not absent",
         "synonyms": "a WordNet (English) or Cilin (Chinese) synonym in the documents covers a term",
+        "reader-synonyms": "the readers read the question with each term the best chunk lacks said as the "
+        "synonym the chunk holds (Cilin, WordNet)",
         "close-phrases": "an evidence phrase close in meaning (MiniLM cosine >= 0.599) covers an English term",
         "amount-ranges": "an amount the question states is held by a rule whose range holds it (六百块 by 超过 500 元)",
         "quantity-ranges": "a duration or count the question states is held by a rule whose range holds it in its "

@@ -9,7 +9,7 @@ import pytest
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess, features, script_of
 from rag.retrieval.answerability.model import AnswerabilityModel
-from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, idf, question_terms
+from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, idf, in_evidence_words, question_terms
 from rag.store.bm25 import BM25Index
 from rag.store.tokenize import tokenize
 
@@ -492,3 +492,26 @@ def test_the_amount_range_rule_switches_off(monkeypatch):
     terms = question_terms(question)
     r = features(question, [EvidenceChunk(index.texts[0], 0.9, 1, 1)], index.term_stats(list(terms)))
     assert "六百块" in r.unheld + r.absent and not any(m.found == "range" for m in r.matches)
+
+
+def test_the_readers_read_a_synonym_the_best_chunk_holds_as_the_chunk_writes_it():
+    """A term the chunk lacks is read as its Cilin synonym that the chunk holds ("散布" over a
+    passage saying "分布"); terms the chunk holds, and those without a synonym in it, stay."""
+    question = "尤金袋鼠散布在哪些地区？"
+    chunk = "尤金袋鼠分布于澳大利亚南部及附近岛屿。"
+    assert in_evidence_words(question, question_terms(question), chunk) == "尤金袋鼠分布在哪些地区？"
+    assert in_evidence_words(question, question_terms(question), "尤金袋鼠散布于澳大利亚南部。") == question
+    assert in_evidence_words(question, question_terms(question), "袋鼠以草为食。") == question  # no synonym there
+
+
+def test_a_synonym_inside_the_term_is_a_cut_not_another_word_for_it():
+    """Cilin's "办公" for "办公室": the chunk's "办公用品" says nothing about an office, so the
+    question the readers read keeps "办公室"."""
+    question = "上海办公室的住房补贴是每月多少？"
+    assert in_evidence_words(question, question_terms(question), "办公用品单价超过 500 元须经审批。") == question
+
+
+def test_the_readers_read_the_question_as_written_with_the_rule_off(monkeypatch):
+    question = "尤金袋鼠散布在哪些地区？"
+    monkeypatch.setenv("RAG_RULES_OFF", "reader-synonyms")
+    assert in_evidence_words(question, question_terms(question), "尤金袋鼠分布于澳大利亚南部。") == question

@@ -125,6 +125,26 @@ def test_a_chinese_question_saying_a_relation_in_other_words_is_answered(make_kb
     assert counted.features["cover_sentence"] < a.features["cover_sentence"] and counted.probability < a.probability
 
 
+def test_a_chinese_question_in_synonyms_of_the_policy_s_words_is_read_in_its_words(make_kb, monkeypatch):
+    """ "审核" and "给付" are Cilin synonyms of the policy's "审批" and "付款", and other documents
+    use neither. The readers read the question in the best chunk's words (rule
+    ``reader-synonyms``), so it is answered at the default threshold; read as written, the same
+    readers find no answer there and it is refused."""
+    from rag import rules
+
+    kb = _kb(make_kb, "zh-payment", {**ZH_DOCS, "claims_zh.md": CLAIMS_ZH})
+    question = "审核完毕后财务几天内给付？"
+    monkeypatch.delenv(rules.ENV, raising=False)
+    t = retrieve(kb, question)
+    a = t.answerability
+    assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
+    assert a.reader_question == "审批完毕后财务几天内付款？" and "10 个工作日内付款" in t.evidence()[0].text
+    monkeypatch.setenv(rules.ENV, "reader-synonyms")
+    as_written = retrieve(kb, question)
+    assert as_written.answerability.reader_question == "" and as_written.fallback.action is not FallbackAction.ANSWER
+    assert as_written.answerability.features["reader_sentence"] < a.features["reader_sentence"]
+
+
 CLAIMS_ZH = (
     "# 报销流程\n\n## 提交时限\n\n员工应在费用发生后 30 天内通过报销系统提交报销申请，逾期未提交的，财务部有权不予受理。"
     "每年 12 月发生的费用须在 12 月 25 日前提交。\n\n## 付款\n\n财务部在审批完成后 10 个工作日内付款。"

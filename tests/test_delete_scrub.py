@@ -144,3 +144,18 @@ def test_scrub_trace_keeps_a_quote_a_surviving_passage_holds():
     assert scrub_trace(trace, {"vt"}) is True
     assert trace["answerability"] == {"best_sentence": "Leave is 25 days.", "reader_window": ""}
     assert trace["candidates"][1] == {"doc_id": "vt", "text": "", "source_deleted": True}
+
+
+def test_scrub_trace_drops_the_question_read_in_the_words_of_a_deleted_best_chunk():
+    """The readers' question borrows the best chunk's synonyms: it goes when that chunk's document
+    does, and stays when another document goes."""
+    verdict = {"reader_question": "尤金袋鼠分布在哪些地区？"}
+    trace = {
+        "candidates": [
+            {"doc_id": "a", "text": "尤金袋鼠分布于澳大利亚南部。", "rerank_rank": 1},
+            {"doc_id": "b", "text": "x"},
+        ],
+        "answerability": dict(verdict),
+    }
+    assert scrub_trace(trace, {"b"}) is True and trace["answerability"] == verdict
+    assert scrub_trace(trace, {"a"}) is True and trace["answerability"] == {"reader_question": ""}

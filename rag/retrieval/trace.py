@@ -177,6 +177,7 @@ class Answerability:
     missing: str = ""  # what was missing, for the user ("The documents don't mention 'x'.")
     reader: str = ""  # the readers behind the ``reader`` / ``reader_sentence`` features, or why none was used
     reader_window: str = ""  # the evidence window the reader rated highest
+    reader_question: str = ""  # the question as the readers read it: in the best chunk's words (its synonyms)
     term_matches: list[TermMatch] = field(default_factory=list)  # each salient term: how it was found
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 REMOVED_SENTENCE = "(removed: its source document was deleted)"
 TEXT_KEYS = ("best_sentence", "reader_window")  # answerability fields quoting the evidence
+READ_AS_KEY = "reader_question"  # the question in the best chunk's words: goes with that chunk
 
 
 def doc_of(chunk_id: str) -> str:
@@ -41,6 +42,9 @@ def scrub_trace(trace: dict[str, Any], doc_ids: Collection[str]) -> bool:
         quote = verdict.get(key) or ""
         if quote and not any(quote in text for text in survivors):
             verdict[key] = ""
+    best = [c for c in trace["candidates"] if c.get("rerank_rank") == 1]
+    if verdict.get(READ_AS_KEY) and any(c.get("source_deleted") for c in best or gone):
+        verdict[READ_AS_KEY] = ""
     return True
 
 

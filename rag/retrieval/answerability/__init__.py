@@ -37,6 +37,7 @@ from rag.retrieval.answerability.terms import (
     coverage,
     held_terms,
     idf,
+    in_evidence_words,
     present_synonyms,
     ranged_amount,
     sentences,
@@ -88,6 +89,7 @@ class _Read:
     best_sentence: str
     readers: dict[str, str] = field(default_factory=dict)  # reader feature -> the model that gave it
     reader_window: str = ""
+    reader_question: str = ""  # the question as the readers read it, where it differs
     matches: tuple[TermMatch, ...] = ()  # how each salient term was found
 
 
@@ -143,17 +145,26 @@ def features(
         "absent_word": float(bool(absent_words(absent, question))),
     }
     unheld = tuple(m for m in best_missing if m not in absent)
-    readers, window = _read_readers(x, question, top, reader, sentence_reader, locate)
+    readers, window, read_as = _read_readers(x, question, surface, top, reader, sentence_reader, locate)
     matches = term_matches(surface, stats, others, best, ranged, best_missing)
-    return _Read(x, kind, absent, unheld, best, readers, window, matches)
+    return _Read(x, kind, absent, unheld, best, readers, window, "" if read_as == question else read_as, matches)
 
 
 def _read_readers(
-    x: dict[str, float], question: str, top: Sequence[EvidenceChunk], reader, sentence_reader, locate: Locator | None
-) -> tuple[dict[str, str], str]:
+    x: dict[str, float],
+    question: str,
+    surface: Mapping[str, str],
+    top: Sequence[EvidenceChunk],
+    reader,
+    sentence_reader,
+    locate: Locator | None,
+) -> tuple[dict[str, str], str, str]:
     """Add the features of the readers given (none: none added) to ``x``; the model that gave
-    each, and the window the answer reader read."""
+    each, the window the answer reader read, and the question as they read it: in the best
+    chunk's words where it holds a synonym of a term (``in_evidence_words``)."""
     readers, window = {}, ""
+    if top and (reader is not None or sentence_reader is not None):
+        question = in_evidence_words(question, surface, f"{top[0].heading}\n{top[0].text}")
     if reader is not None:
         x["reader"], window = read_window(reader, question, top, locate)
         readers["reader"] = (
@@ -162,7 +173,7 @@ def _read_readers(
     if sentence_reader is not None:
         x["reader_sentence"] = read_sentences(sentence_reader, question, top)
         readers["reader_sentence"] = sentence_reader.label
-    return readers, window
+    return readers, window, question
 
 
 def _best_sentence(
@@ -238,5 +249,6 @@ def assess(
         missing=missing(read, question) if not ok else "",
         reader=readers or (reader_off(use_reader) if script in READER_SCRIPTS else ""),
         reader_window=read.reader_window[:400] if "reader" in model.features else "",
+        reader_question=read.reader_question if read.readers else "",
         term_matches=list(read.matches),
     )

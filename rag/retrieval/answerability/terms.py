@@ -22,7 +22,7 @@ from rag.text.frequency import zipf
 from rag.text.lexical import sentences  # re-exported: the one coarse sentence cut
 from rag.text.quantities import asked_quantities, covers_quantity, quantity_terms
 from rag.text.script import CJK_LETTER_RE, HAN
-from rag.text.synonyms import Synonym, synonyms
+from rag.text.synonyms import Synonym, in_evidence_words, synonyms
 from rag.text.terms import AnswerKind, asks_for, question_terms
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "coverage",
     "held_terms",
     "idf",
+    "in_evidence_words",
     "present_synonyms",
     "question_terms",
     "sentences",
