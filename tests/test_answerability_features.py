@@ -515,3 +515,26 @@ def test_the_readers_read_the_question_as_written_with_the_rule_off(monkeypatch)
     question = "尤金袋鼠散布在哪些地区？"
     monkeypatch.setenv("RAG_RULES_OFF", "reader-synonyms")
     assert in_evidence_words(question, question_terms(question), "尤金袋鼠分布于澳大利亚南部。") == question
+
+
+def test_a_synonym_in_the_evidence_covers_a_term_other_documents_hold_as_written(monkeypatch):
+    """Other documents of the scope say "审核" and "给付", the best chunk "审批" and "付款": its
+    sentence holds both terms through Cilin, as it would if no document said them as written. A
+    cut of a word covers nothing: "办公用品" does not hold "办公室"."""
+    question = "审核完毕后财务几天内给付？"
+    terms = question_terms(question)
+    chunk = [EvidenceChunk("财务部在审批完成后 10 个工作日内付款。", 0.9, 1, 1)]
+    said = {"审批": 3, "付款": 3, "财务": 3}
+    elsewhere = features(question, chunk, TermStats(10, {t: 2 for t in terms} | said))
+    absent = features(question, chunk, TermStats(10, {t: 0 for t in terms} | said))
+    held = {m.term: m for m in elsewhere.matches}
+    assert held["审核"].found == "as written" and held["审核"].in_best_sentence and held["给付"].in_best_sentence
+    assert {"审核", "给付"}.isdisjoint(elsewhere.unheld) and {"审核", "给付"}.isdisjoint(absent.unheld)
+    monkeypatch.setenv("RAG_RULES_OFF", "synonyms")
+    plain = features(question, chunk, TermStats(10, {t: 2 for t in terms} | said))
+    assert {"审核", "给付"} <= set(plain.unheld) and plain.x["cover_sentence"] < elsewhere.x["cover_sentence"]
+    monkeypatch.delenv("RAG_RULES_OFF")
+    office = "上海办公室的住房补贴是每月多少？"
+    stats = TermStats(10, {t: 2 for t in question_terms(office)})
+    read = features(office, [EvidenceChunk("办公用品单价超过 500 元须经审批。", 0.9, 1, 1)], stats)
+    assert not {m.term: m for m in read.matches}["办公室"].in_best_sentence

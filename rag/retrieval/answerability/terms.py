@@ -22,7 +22,7 @@ from rag.text.frequency import zipf
 from rag.text.lexical import sentences  # re-exported: the one coarse sentence cut
 from rag.text.quantities import asked_quantities, covers_quantity, quantity_terms
 from rag.text.script import CJK_LETTER_RE, HAN
-from rag.text.synonyms import Synonym, in_evidence_words, synonyms
+from rag.text.synonyms import Synonym, in_evidence_words, other_words, synonyms
 from rag.text.terms import AnswerKind, asks_for, question_terms
 
 __all__ = [
@@ -141,15 +141,15 @@ def synonym_tokens(question: str) -> list[str]:
 
 
 def present_synonyms(surface: Mapping[str, str], stats: TermStats) -> dict[str, tuple[Synonym, ...]]:
-    """Term -> its synonyms that some chunk of the scope holds every token of (its terms that the
-    scope holds as written need none)."""
+    """Term -> its synonyms that some chunk of the scope holds every token of. A term the scope
+    holds as written gets them too, but no cut of it (``other_words``): the best chunk may say it in
+    other words where other documents use the term ("审批" there for the question's "审核")."""
     out: dict[str, tuple[Synonym, ...]] = {}
     if not rules.on("synonyms"):
         return out
     for t in surface:
-        if stats.df.get(t, 0):
-            continue
-        found = tuple(s for s in synonyms(surface[t]) if all(stats.df.get(tok, 0) for tok in s.tokens))
+        pool = other_words(surface[t]) if stats.df.get(t, 0) else synonyms(surface[t])
+        found = tuple(s for s in pool if all(stats.df.get(tok, 0) for tok in s.tokens))
         if found:
             out[t] = found
     return out
