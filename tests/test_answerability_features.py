@@ -9,7 +9,15 @@ import pytest
 from rag.records import TermStats
 from rag.retrieval.answerability import EvidenceChunk, assess, features, script_of
 from rag.retrieval.answerability.model import AnswerabilityModel
-from rag.retrieval.answerability.terms import AnswerKind, asks_for, carries, idf, in_evidence_words, question_terms
+from rag.retrieval.answerability.terms import (
+    AnswerKind,
+    asks_for,
+    carries,
+    idf,
+    in_evidence_words,
+    present_synonyms,
+    question_terms,
+)
 from rag.store.bm25 import BM25Index
 from rag.store.tokenize import tokenize
 
@@ -534,6 +542,10 @@ def test_a_synonym_in_the_evidence_covers_a_term_other_documents_hold_as_written
     plain = features(question, chunk, TermStats(10, {t: 2 for t in terms} | said))
     assert {"审核", "给付"} <= set(plain.unheld) and plain.x["cover_sentence"] < elsewhere.x["cover_sentence"]
     monkeypatch.delenv("RAG_RULES_OFF")
+    # an English term the scope holds gets no synonyms: on SciFact they let same-topic claims through
+    vacation = question_terms("How many vacation days do employees get?")
+    assert "vacat" not in present_synonyms(vacation, TermStats(10, {"vacat": 2, "holiday": 2, "day": 2}))
+    assert "vacat" in present_synonyms(vacation, TermStats(10, {"vacat": 0, "holiday": 2, "day": 2}))
     office = "上海办公室的住房补贴是每月多少？"
     stats = TermStats(10, {t: 2 for t in question_terms(office)})
     read = features(office, [EvidenceChunk("办公用品单价超过 500 元须经审批。", 0.9, 1, 1)], stats)

@@ -141,14 +141,21 @@ def synonym_tokens(question: str) -> list[str]:
 
 
 def present_synonyms(surface: Mapping[str, str], stats: TermStats) -> dict[str, tuple[Synonym, ...]]:
-    """Term -> its synonyms that some chunk of the scope holds every token of. A term the scope
-    holds as written gets them too, but no cut of it (``other_words``): the best chunk may say it in
-    other words where other documents use the term ("审批" there for the question's "审核")."""
+    """Term -> its synonyms that some chunk of the scope holds every token of. A Chinese term the
+    scope holds as written gets its Cilin synonyms too, but no cut of it (``other_words``): the
+    best chunk may say it in other words where other documents use the term ("审批" there for the
+    question's "审核"). An English one does not: on SciFact that let same-topic claims through
+    (docs/BENCHMARKS.md, "A synonym covers a Chinese term in the evidence wherever the term is")."""
     out: dict[str, tuple[Synonym, ...]] = {}
     if not rules.on("synonyms"):
         return out
     for t in surface:
-        pool = other_words(surface[t]) if stats.df.get(t, 0) else synonyms(surface[t])
+        if not stats.df.get(t, 0):
+            pool = synonyms(surface[t])
+        elif CJK_LETTER_RE.search(t):
+            pool = other_words(surface[t])
+        else:
+            continue
         found = tuple(s for s in pool if all(stats.df.get(tok, 0) for tok in s.tokens))
         if found:
             out[t] = found
