@@ -104,43 +104,44 @@ def test_the_verdict_survives_the_trace_round_trip(en_kb):
     assert set(back.answerability.contributions) == set(back.answerability.weights) <= set(back.answerability.features)
 
 
-def test_a_chinese_question_saying_a_relation_in_other_words_is_answered(make_kb, monkeypatch):
+@pytest.fixture()
+def claims_zh_kb(make_kb):
+    return _kb(make_kb, "zh-claims", {**ZH_DOCS, "claims_zh.md": CLAIMS_ZH})
+
+
+def _with_and_without(kb, question: str, rule: str, monkeypatch):
+    """The trace of ``question`` with every rule on, and with ``rule`` off."""
+    from rag import rules
+
+    monkeypatch.delenv(rules.ENV, raising=False)
+    on = retrieve(kb, question)
+    monkeypatch.setenv(rules.ENV, rule)
+    return on, retrieve(kb, question)
+
+
+def test_a_chinese_question_saying_a_relation_in_other_words_is_answered(claims_zh_kb, monkeypatch):
     """ "以后" and "之内" are the question's way of saying "after" and "within", which the policy says
     with 后 and 内: they are no terms its answer must hold (rule ``relations``), so the answering
     sentence holds every term of the question and it is answered at the default threshold; counted as
     terms, the same sentence holds about half of the question's weight, and P(answerable) is lower."""
-    from rag import rules
-
-    kb = _kb(make_kb, "zh-deadline", {**ZH_DOCS, "claims_zh.md": CLAIMS_ZH})
-    question = "费用产生以后要在几天之内提交报销？"
-    monkeypatch.delenv(rules.ENV, raising=False)
-    t = retrieve(kb, question)
-    a = t.answerability
+    t, off = _with_and_without(claims_zh_kb, "费用产生以后要在几天之内提交报销？", "relations", monkeypatch)
+    a, counted = t.answerability, off.answerability
     assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
     assert t.evidence()[0].doc_name == "claims_zh.md" and "30 天内" in a.best_sentence
     assert {m.term for m in a.term_matches}.isdisjoint({"以后", "之内"})
-    monkeypatch.setenv(rules.ENV, "relations")
-    counted = retrieve(kb, question).answerability
     assert {"以后", "之内"} <= {m.term for m in counted.term_matches}
     assert counted.features["cover_sentence"] < a.features["cover_sentence"] and counted.probability < a.probability
 
 
-def test_a_chinese_question_in_synonyms_of_the_policy_s_words_is_read_in_its_words(make_kb, monkeypatch):
+def test_a_chinese_question_in_synonyms_of_the_policy_s_words_is_read_in_its_words(claims_zh_kb, monkeypatch):
     """ "审核" and "给付" are Cilin synonyms of the policy's "审批" and "付款", and other documents
     use neither. The readers read the question in the best chunk's words (rule
     ``reader-synonyms``), so it is answered at the default threshold; read as written, the same
     readers find no answer there and it is refused."""
-    from rag import rules
-
-    kb = _kb(make_kb, "zh-payment", {**ZH_DOCS, "claims_zh.md": CLAIMS_ZH})
-    question = "审核完毕后财务几天内给付？"
-    monkeypatch.delenv(rules.ENV, raising=False)
-    t = retrieve(kb, question)
+    t, as_written = _with_and_without(claims_zh_kb, "审核完毕后财务几天内给付？", "reader-synonyms", monkeypatch)
     a = t.answerability
     assert t.fallback.action is FallbackAction.ANSWER, t.fallback.reason
     assert a.reader_question == "审批完毕后财务几天内付款？" and "10 个工作日内付款" in t.evidence()[0].text
-    monkeypatch.setenv(rules.ENV, "reader-synonyms")
-    as_written = retrieve(kb, question)
     assert as_written.answerability.reader_question == "" and as_written.fallback.action is not FallbackAction.ANSWER
     assert as_written.answerability.features["reader_sentence"] < a.features["reader_sentence"]
 

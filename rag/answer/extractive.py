@@ -47,8 +47,6 @@ from rag.text.figures import holds_share, other_years
 from rag.text.quantities import covers_quantity
 from rag.text.question import analyse
 from rag.text.script import CJK, Script, script_of
-from rag.text.synonyms import other_words
-from rag.text.terms import question_terms
 
 MIN_SCORE = 0.3  # below this the best sentence does not answer the part: a gap
 MIN_SCORE_FOLLOW_UP = 0.2  # for a later part of a compound question, once an earlier part is answered
@@ -141,7 +139,7 @@ def score_for_part(
     or the sentence is in the other language (``OTHER_LANGUAGE_FACTOR``) or states a rule for a
     range the amount asked about is outside of (``OUT_OF_RANGE_FACTOR``) or is about other years
     than the one the part states (``OTHER_YEAR_FACTOR``). A Chinese sentence saying a Cilin synonym
-    of a question word holds that word's terms (``_synonym_groups``). A Chinese part adds a
+    of a question word holds that word's terms (``QuestionPart.said_otherwise``). A Chinese part adds a
     little (``CHAR_WEIGHT``) for the share of its characters outside the heading that the sentence
     holds: the words of an attribute differ ("体重" / "8公斤重", "多高" / "树高"), its characters
     less often. ``vectors=False``: term coverage alone (the embedder can't read the part's language).
@@ -165,7 +163,6 @@ def score_for_part(
     everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
     read = _read(reader, part, index, everywhere) if reader is not None and (part.cjk or everywhere) else {}
     w_untitled, w_headed = (W_SENTENCE_READER, W_SENTENCE_READER_HEADED) if part.cjk else (W_SENTENCE_READER_LATIN,) * 2
-    others = _synonym_groups(part)
     picks = []
     for n, chunk in enumerate(index.chunks, start=1):
         vecs = index.sentence_vectors(n) if q_vec is not None else None
@@ -182,9 +179,7 @@ def score_for_part(
             if i in leads:
                 tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
             terms = matched_terms(part.tokens, text, tokens) | (topic & part.tokens)
-            terms |= frozenset().union(
-                *(toks for toks, said in others if not toks <= terms and any(w in text for w in said))
-            )
+            terms |= part.said_otherwise(text)  # a Cilin synonym of a Chinese word holds it
             if part.quantities and covers_quantity(part.quantities, text):  # "six years": "after five years"
                 terms |= part.quantity_tokens
             lex = len(terms) / len(part.tokens) if part.tokens else 0.0
@@ -206,21 +201,6 @@ def score_for_part(
             meaning = round(close[n - 1][i] * factor, 4) if close is not None else 0.0  # lowered as the score
             picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable, meaning))
     return picks
-
-
-def _synonym_groups(part: QuestionPart) -> list[tuple[frozenset[str], tuple[str, ...]]]:
-    """For each word of a Chinese part that has Cilin synonyms (``other_words``: no cut of it): its
-    tokens (the part's character pairs inside it) and those synonyms. A sentence saying one of the
-    synonyms holds the word's tokens, as the decision's coverage counts a synonym held."""
-    if not part.cjk or not rules.on("synonyms"):
-        return []
-    out = []
-    for word in question_terms(part.text).values():
-        toks = frozenset(t for t in part.tokens if t in word)
-        said = tuple(s.spelling for s in other_words(word))
-        if toks and said:
-            out.append((toks, said))
-    return out
 
 
 def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:

@@ -16,6 +16,8 @@ from rag.text.asked import AnswerKind, Asked, asked_for
 from rag.text.quantities import Quantity, asked_quantities
 from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK, HAN_RE, script_of
+from rag.text.synonyms import other_words
+from rag.text.terms import question_terms
 
 _NAME_RE = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]?[a-z]*|\d+\.\d+(?:\.\d+)*)\b")
 _NOT_NAMES = frozenset("what who when where which how why is are can does do may must should i".split())
@@ -39,10 +41,16 @@ class QuestionPart:
     years: frozenset[int] = frozenset()  # the years it states ("in 1901", "1361年"): the time it is about
     quantities: tuple[Quantity, ...] = ()  # durations and counts it states ("six years", "四天")
     quantity_tokens: frozenset[str] = frozenset()  # its tokens that write them ("six", "year")
+    # each Chinese word with Cilin synonyms: its tokens (the character pairs inside it), its synonyms
+    synonyms: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = ()
 
     @property
     def yes_no(self) -> bool:
         return self.asked.kind is AnswerKind.YES_NO
+
+    def said_otherwise(self, text: str) -> frozenset[str]:
+        """The tokens of the words ``text`` says as one of their Cilin synonyms ("审批" for "审核")."""
+        return frozenset().union(*(toks for toks, said in self.synonyms if any(w in text for w in said)))
 
 
 def question_parts(question: str | QuestionAnalysis) -> list[QuestionPart]:
@@ -91,7 +99,21 @@ def _part(text: str) -> QuestionPart:
         years=figure_rules.years_in(text),
         quantities=quantities,
         quantity_tokens=frozenset().union(*(_content(q.written) for q in quantities)) & _content(text),
+        synonyms=_synonyms(text, _content(text)) if cjk and rules.on("synonyms") else (),
     )
+
+
+def _synonyms(text: str, tokens: frozenset[str]) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+    """For each word of a Chinese part with Cilin synonyms (``other_words``: no cut of it): the
+    part's character pairs inside it and those synonyms. A sentence saying one holds the word's
+    tokens, as the decision's coverage counts a synonym held."""
+    out = []
+    for word in question_terms(text).values():
+        toks = frozenset(t for t in tokens if t in word)
+        said = tuple(s.spelling for s in other_words(word))
+        if toks and said:
+            out.append((toks, said))
+    return tuple(out)
 
 
 def has_date(text: str) -> bool:
