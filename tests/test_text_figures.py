@@ -131,6 +131,9 @@ def test_a_share_question_asks_for_a_share_and_a_figure(question, share):
         ("每人每天 180 元。", False),
         ("项目已完成，成本为 3,000 元。", False),  # 成 after no numeral
         ("Reviews are held in Q3 2025.", False),
+        ("Screens come in 16:9 or 3 比 1.", True),
+        ("因加班至 21:00 以后下班的，可乘坐出租车回家。", False),  # a time of day, not a ratio
+        ("每日 8:45 前到岗。", False),
     ],
 )
 def test_a_share_is_a_percentage_ratio_fraction_or_discount(text, share):

@@ -64,7 +64,8 @@ _ASKS_SHARE = re.compile(
 )
 _ZH_DIGIT = "一二三四五六七八九两"
 SHARE = re.compile(
-    r"\d\s*[%％‰]|\d\s*[:：比]\s*\d|\d\s*/\s*\d|(?<![\d.])0\.\d|(?<![\d,.])\d{1,3}\s+to\s+\d{1,3}(?!\d|[,.]\d|%)|\bper\s?cent\b|\bhalf\b"
+    # a ratio ("1：7", "3 比 1"), not a time of day ("21:00", "8:45")
+    r"\d\s*[%％‰]|\d\s*比\s*\d|(?<!\d)(?!(?:[01]?\d|2[0-4])[:：][0-5]\d(?!\d))\d+\s*[:：]\s*\d|\d\s*/\s*\d|(?<![\d.])0\.\d|(?<![\d,.])\d{1,3}\s+to\s+\d{1,3}(?!\d|[,.]\d|%)|\bper\s?cent\b|\bhalf\b"
     r"|\bmajority\b|\b(?:a|one|two|three|four|five|six|seven|eight|nine)[\s-]+"
     r"(?:third|quarter|fifth|sixth|seventh|eighth|ninth|tenth)s?\b"
     rf"|百分之|千分之|分之|一半|半数|过半|大半|[{_ZH_DIGIT}]成(?![为功本员立绩年都果长熟交])|\d\s*折|[{_ZH_DIGIT}]折",
