@@ -25,8 +25,9 @@ The chosen sentences are written out by ``picks.compose``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+import numpy as np
 from llama_index.core.llms import LLM
 
 from rag import rules
@@ -36,7 +37,7 @@ from rag.answer.citations import strip_citations
 from rag.answer.picks import LIST_MARKER_RE, SOURCE_REF_RE, Gap, Pick, compose, list_body
 from rag.answer.question import QuestionPart, has_date, missing_names, question_parts
 from rag.answer.sentences import CJK_RE, Segment, partial_row
-from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex
+from rag.answer.support import W_EMBED, W_LEXICAL, Embed, EvidenceIndex, IndexedChunk
 from rag.config import ENGLISH_ONLY_EMBEDDERS, Settings
 from rag.readers.sentence_reader import SentenceReader, shipped_sentence_reader
 from rag.records import ModelLabel
@@ -154,53 +155,79 @@ def score_for_part(
     same way, and there the reader only carries (``W_SENTENCE_READER_LATIN``): its score already
     blends MiniLM's cosine. With the ``reader-reads-all`` rule off, only Chinese chunks without
     headings are read and terms alone carry."""
+    got = _readings(part, index, vectors, reader)
+    return [pick for n, chunk in enumerate(index.chunks, start=1) for pick in _score_chunk(part, index, n, chunk, got)]
+
+
+@dataclass(frozen=True)
+class _Readings:
+    """What ``score_for_part`` reads once for a part, before it scores any sentence."""
+
+    q_vec: np.ndarray | None  # the part's embedding (None: term coverage alone)
+    close: list[list[float]] | None  # a Chinese part's closeness in meaning to each chunk's sentences
+    read: dict[int, list[float]]  # the sentence reader's P(holds the answer), by 1-based chunk number
+    everywhere: bool  # ``reader-reads-all``: every chunk read, and a confident reading carries
+
+
+def _readings(part: QuestionPart, index: EvidenceIndex, vectors: bool, reader: SentenceReader | None) -> _Readings:
     q_vec = index.vector(part.text) if vectors else None
     if q_vec is not None:
         index.ensure_vectors(range(1, len(index) + 1))
-    close = None  # a Chinese part's sentences' closeness in meaning, when the pipeline gave the model
+    close = None  # when the pipeline gave the meaning model
     if part.cjk and index.meaning is not None:
         close = index.meaning.closeness(part.text, [[s.text for s in c.segments] for c in index.chunks])
-    everywhere = rules.on("reader-reads-all")  # every chunk read, and a confident reading carries
+    everywhere = rules.on("reader-reads-all")
     read = _read(reader, part, index, everywhere) if reader is not None and (part.cjk or everywhere) else {}
-    w_untitled, w_headed = (W_SENTENCE_READER, W_SENTENCE_READER_HEADED) if part.cjk else (W_SENTENCE_READER_LATIN,) * 2
+    return _Readings(q_vec, close, read, everywhere)
+
+
+def _score_chunk(part: QuestionPart, index: EvidenceIndex, n: int, chunk: IndexedChunk, got: _Readings) -> list[Pick]:
+    """``score_for_part`` for the sentences of chunk ``n``."""
+    vecs = index.sentence_vectors(n) if got.q_vec is not None else None
+    headed = bool(chunk.topic.strip())
+    w_reader = (W_SENTENCE_READER_HEADED if headed else W_SENTENCE_READER) if part.cjk else W_SENTENCE_READER_LATIN
+    # a yes/no is answered in a sentence's own words
+    leads = {} if part.yes_no or not rules.on("lead-ins") else lead_ins(chunk.segments)
+    cut_row = partial_row(chunk.segments)  # the chunk starts inside a table row: that tail answers nothing
+    topic = matched_terms(part.tokens | part.context, chunk.topic, chunk.topic_tokens)  # held by every sentence here
+    chars = part.chars - set(chunk.topic)  # what tells this chunk's sentences apart, letter by letter
     picks = []
-    for n, chunk in enumerate(index.chunks, start=1):
-        vecs = index.sentence_vectors(n) if q_vec is not None else None
-        w_reader = w_headed if chunk.topic.strip() else w_untitled
-        leads = (
-            {} if part.yes_no or not rules.on("lead-ins") else lead_ins(chunk.segments)
-        )  # a yes/no is answered in a sentence's own words
-        cut_row = partial_row(chunk.segments)  # the chunk starts inside a table row: that tail answers nothing
-        # held by every sentence here
-        topic = matched_terms(part.tokens | part.context, chunk.topic, chunk.topic_tokens)
-        chars = part.chars - set(chunk.topic)  # what tells this chunk's sentences apart, letter by letter
-        for i, seg in enumerate(chunk.segments):
-            tokens, text = chunk.tokens[i], seg.text
-            if i in leads:
-                tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
-            terms = matched_terms(part.tokens, text, tokens) | (topic & part.tokens)
-            terms |= part.said_otherwise(text)  # a Cilin synonym of a Chinese word holds it
-            if part.quantities and covers_quantity(part.quantities, text):  # "six years": "after five years"
-                terms |= part.quantity_tokens
-            lex = len(terms) / len(part.tokens) if part.tokens else 0.0
-            score = (
-                lex if q_vec is None or vecs is None else W_LEXICAL * lex + W_EMBED * max(float(q_vec @ vecs[i]), 0.0)
-            )
-            factor, gives = _fit(part, list_body(seg.text))
-            score *= factor
-            if chars:
-                score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
-            p = read[n][i] if n in read else None
-            if p is not None:
-                score += w_reader * p
-            reader_p = None if p is None else round(p, 4)
-            held = _carries(part, terms | topic, text, tokens, gives) or (
-                everywhere and p is not None and p >= READER_CARRIES
-            )
-            usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
-            meaning = round(close[n - 1][i] * factor, 4) if close is not None else 0.0  # lowered as the score
-            picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable, meaning))
+    for i, seg in enumerate(chunk.segments):
+        tokens, text = chunk.tokens[i], seg.text
+        if i in leads:
+            tokens, text = tokens | chunk.tokens[leads[i]], f"{chunk.segments[leads[i]].text} {text}"
+        terms = _sentence_terms(part, text, tokens, topic)
+        lex = len(terms) / len(part.tokens) if part.tokens else 0.0
+        score = (
+            lex
+            if got.q_vec is None or vecs is None
+            else W_LEXICAL * lex + W_EMBED * max(float(got.q_vec @ vecs[i]), 0.0)
+        )
+        factor, gives = _fit(part, list_body(seg.text))
+        score *= factor
+        if chars:
+            score += CHAR_WEIGHT * len(chars & set(text)) / len(chars)
+        p = got.read[n][i] if n in got.read else None
+        if p is not None:
+            score += w_reader * p
+        held = _carries(part, terms | topic, text, tokens, gives) or (
+            got.everywhere and p is not None and p >= READER_CARRIES
+        )
+        usable = _answer_like(seg.text, part.yes_no) and not (i == 0 and cut_row)
+        meaning = round(got.close[n - 1][i] * factor, 4) if got.close is not None else 0.0  # lowered as the score
+        reader_p = None if p is None else round(p, 4)
+        picks.append(Pick(n, seg, round(score, 4), terms, reader_p, held, usable, meaning))
     return picks
+
+
+def _sentence_terms(part: QuestionPart, text: str, tokens: set[str], topic: frozenset[str]) -> frozenset[str]:
+    """The part's terms a sentence holds: as written, under its headings (``topic``), as a Cilin
+    synonym of a Chinese word, or as a duration or count its rule covers ("six years": "after five years")."""
+    terms = matched_terms(part.tokens, text, tokens) | (topic & part.tokens)
+    terms |= part.said_otherwise(text)
+    if part.quantities and covers_quantity(part.quantities, text):
+        terms |= part.quantity_tokens
+    return terms
 
 
 def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:

@@ -51,7 +51,7 @@ class SupportScore:
 
 
 @dataclass
-class _Chunk:
+class IndexedChunk:
     text: str
     segments: list[Segment]  # usable sentences (instruction-like ones removed)
     tokens: list[set[str]]
@@ -143,7 +143,7 @@ class EvidenceIndex:
                 yield (sim - PAIR_PENALTY * (j > i), sim, lex, cos, start, end)
 
 
-def _index_chunk(text: str, heading: str = "") -> _Chunk:
+def _index_chunk(text: str, heading: str = "") -> IndexedChunk:
     usable, flagged = [], False
     for seg in split_sentences(text):
         if looks_like_instruction(seg.text):
@@ -154,7 +154,7 @@ def _index_chunk(text: str, heading: str = "") -> _Chunk:
     for seg in usable:
         numbers |= lexical.numbers(seg.text)
     tokens = [lexical.content_tokens(s.text) for s in usable]
-    return _Chunk(text, usable, tokens, numbers, flagged, heading, lexical.content_tokens(heading))
+    return IndexedChunk(text, usable, tokens, numbers, flagged, heading, lexical.content_tokens(heading))
 
 
 def _embed(embed: Embed | None, texts: list[str]) -> np.ndarray | None:
