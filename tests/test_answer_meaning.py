@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from rag.answer.base import DraftRequest
-from rag.answer.extractive import MEANING_AT_FLOOR, MIN_SCORE, W_MEANING, score_for_part, select_sentences
+from rag.answer.extractive import MEANING_AT_FLOOR, MIN_SCORE, W_MEANING, select_sentences
 from rag.answer.meaning import MeaningSource, SentenceMeaning
 from rag.answer.pipeline import answer_question
 from rag.answer.question import question_parts
+from rag.answer.scoring import score_for_part
 from rag.answer.support import EvidenceIndex
 from rag.config import Settings
 from rag.embedder import load_multilingual

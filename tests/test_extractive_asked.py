@@ -11,8 +11,9 @@ import pytest
 from answer_helpers import make_evidence
 
 from rag.answer.base import DraftRequest
-from rag.answer.extractive import score_for_part, select_sentences
+from rag.answer.extractive import select_sentences
 from rag.answer.question import question_parts
+from rag.answer.scoring import score_for_part
 from rag.answer.sentences import partial_row, record_keys, split_sentences
 from rag.answer.support import EvidenceIndex
 from rag.ask import ask

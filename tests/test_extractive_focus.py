@@ -155,7 +155,8 @@ def test_a_cjk_part_ignores_an_embedder_that_cannot_read_it():
     generator sets from the embedder (``ENGLISH_ONLY_EMBEDDERS``) leaves term coverage to choose."""
     import numpy as np
 
-    from rag.answer.extractive import ExtractiveGenerator, score_for_part
+    from rag.answer.extractive import ExtractiveGenerator
+    from rag.answer.scoring import score_for_part
     from rag.answer.support import EvidenceIndex
     from rag.config import Settings
 
@@ -235,7 +236,7 @@ def test_a_sentence_takes_its_subject_from_the_heading(topic_kb, question, expec
 def test_a_chinese_attribute_is_found_by_its_characters():
     """ "体重" is not a word of "成鸟约重4克", but its character 重 is; the sentence that only names
     the bird (and holds a year) ties with it on terms and figures and must not win."""
-    from rag.answer.extractive import score_for_part
+    from rag.answer.scoring import score_for_part
     from rag.answer.support import EvidenceIndex
 
     text = "# 青岚蜂鸟\n\n青岚蜂鸟是蜂鸟科的一种小型鸟类，1998年首次被描述。成鸟约重4克。"
@@ -257,7 +258,7 @@ def test_a_figure_in_chinese_numerals_counts_toward_the_sentence_that_writes_it_
     )
     part = question_parts("出差预计费用超过三千元，可以申请备用金吗？")[0]
     assert "3000" in part.tokens
-    from rag.answer.extractive import score_for_part
+    from rag.answer.scoring import score_for_part
 
     by_text = {p.segment.text: p for p in score_for_part(part, index, vectors=False)}
     backup = next(p for t, p in by_text.items() if "备用金" in t)
@@ -312,7 +313,7 @@ def test_a_chinese_sentence_saying_a_synonym_holds_the_question_s_word(monkeypat
     holds neither. "办公" is a cut of "办公室", not another word for it: "办公用品" holds the pair 办公,
     as written, and not the rest of the word."""
     from rag import rules
-    from rag.answer.extractive import score_for_part
+    from rag.answer.scoring import score_for_part
     from rag.answer.support import EvidenceIndex
 
     index = EvidenceIndex(["财务部每月初公布上月报销汇总。财务部在审批完成后 10 个工作日内付款。"], None)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rag import rules
-from rag.answer.extractive import OUT_OF_RANGE_FACTOR, _answer_like, _fit
 from rag.answer.question import missing_names, question_parts
+from rag.answer.scoring import OUT_OF_RANGE_FACTOR, _answer_like, _fit
 from rag.config import Settings
 from rag.errors import ConfigError
 from rag.records import TermStats

@@ -41,7 +41,7 @@ class Gap:
 
     part: str
     cjk: bool
-    why: str = ""  # what fell short, in the part's language (``extractive.why_unanswered``)
+    why: str = ""  # what fell short, in the part's language (``unanswered.py``)
 
     def sentence(self) -> str:
         """A fixed gap statement (the validator's GAP kind: no numbers, no quotes)."""

@@ -85,9 +85,10 @@ def _part(text: str) -> QuestionPart:
     chars = frozenset(HAN_RE.findall(text)) - _ZH_FUNCTION_CHARS - _ZH_QUESTION_CHARS
     asked = asked_for(text, cjk, _content)
     quantities = asked_quantities(text) if rules.on("quantity-ranges") else ()
+    tokens = _content(text)
     return QuestionPart(
         text.strip(),
-        _content(text),
+        tokens,
         figure,
         cjk,
         ranges,
@@ -98,8 +99,8 @@ def _part(text: str) -> QuestionPart:
         wants_share=share,
         years=figure_rules.years_in(text),
         quantities=quantities,
-        quantity_tokens=frozenset().union(*(_content(q.written) for q in quantities)) & _content(text),
-        synonyms=_synonyms(text, _content(text)) if cjk and rules.on("synonyms") else (),
+        quantity_tokens=frozenset().union(*(_content(q.written) for q in quantities)) & tokens,
+        synonyms=_synonyms(text, tokens) if cjk and rules.on("synonyms") else (),
     )
 
 
