@@ -38,7 +38,7 @@ class Settings:
     home: Path = _f(Path(".rag"), "Data directory: catalog, embedded Chroma, BM25 indexes.", affects=False)
     chroma_host: str = _f("", "Chroma server host; empty means the embedded PersistentClient.", affects=False)
     chroma_port: int = _f(8000, "Chroma server port (with RAG_CHROMA_HOST).", affects=False)
-    chroma_token: str = _f("", "Bearer token for a Chroma server started with token auth.", secret=True, affects=False)
+    chroma_token: str = _f("", "Bearer token sent to a Chroma server behind a token-checking proxy (server mode).", secret=True, affects=False)
     chroma_ssl: bool = _f(False, "Use HTTPS to reach the Chroma server.", affects=False)
     chroma_timeout_s: float = _f(
         30.0, "Seconds a Chroma server request may take before it is retried once (server mode).", affects=False
@@ -88,8 +88,9 @@ class Settings:
     top_n: int = _f(5, "Candidates kept after reranking.")
     rerank_threshold: float = _f(
         0.59,
-        "Only for a script with no fitted answerability model (none by default: every script has one): "
-        "best calibrated rerank score under this refuses.",
+        "Decides only for a question script without a fitted answerability model (every script has one by "
+        "default, so it decides nothing unless `weights.json` lacks a model): best calibrated rerank score under "
+        "this refuses.",
     )
     answerable_threshold: float = _f(
         0.5, "P(answerable) under this refuses (fitted models put their train operating point at 0.5; 0 = never)."

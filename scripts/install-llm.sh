@@ -3,7 +3,8 @@
 # llama-cpp-python has no Linux wheel: it compiles from source (~6-10 min). The wheel is built
 # once into a cache ($RAG_WHEEL_CACHE, default ~/.cache/ragscope/wheels), one folder per
 # version and build flags, and every later fresh .venv installs it from there without compiling.
-# The build flags avoid a crash of a native build on some CPUs (see DESIGN.md).
+# A native build (GGML_NATIVE) crashes on some CPUs, so the flags name the instruction sets
+# to use instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
