@@ -38,7 +38,12 @@ class Settings:
     home: Path = _f(Path(".rag"), "Data directory: catalog, embedded Chroma, BM25 indexes.", affects=False)
     chroma_host: str = _f("", "Chroma server host; empty means the embedded PersistentClient.", affects=False)
     chroma_port: int = _f(8000, "Chroma server port (with RAG_CHROMA_HOST).", affects=False)
-    chroma_token: str = _f("", "Bearer token sent to a Chroma server behind a token-checking proxy (server mode).", secret=True, affects=False)
+    chroma_token: str = _f(
+        "",
+        "Bearer token sent to a Chroma server behind a token-checking proxy (server mode).",
+        secret=True,
+        affects=False,
+    )
     chroma_ssl: bool = _f(False, "Use HTTPS to reach the Chroma server.", affects=False)
     chroma_timeout_s: float = _f(
         30.0, "Seconds a Chroma server request may take before it is retried once (server mode).", affects=False

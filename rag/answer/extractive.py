@@ -45,9 +45,13 @@ COMPLEMENT_CUT = 0.95  # a second sentence for a part must score this share of t
 # Chinese: each sentence is ranked by its score + this x its closeness in meaning to the part
 # (``meaning.SentenceMeaning.closeness``, 0-1) ...
 W_MEANING = 1.0
-# ... and answers when that sum reaches the floor + W_MEANING x this: a sentence scoring the floor
-# needs this closeness (e5 cosine about 0.87), one scoring 0.1 more needs 0.1 less
-MEANING_AT_FLOOR = 0.725
+# ... and the best answers when its score + W_MEANING_JUDGED x that closeness reaches the floor +
+# W_MEANING_JUDGED x MEANING_AT_FLOOR: a sentence scoring the floor needs this closeness (e5 cosine
+# about 0.88), one scoring 0.4 more needs 0.1 less. Meaning weighs more in the judgement than in the
+# ranking: held out, it tells an answer from a near miss better than the terms do (chosen on the
+# everyday Chinese documents' folds 0-2: docs/BENCHMARKS.md, "Choosing a Chinese sentence by meaning")
+W_MEANING_JUDGED = 4.0
+MEANING_AT_FLOOR = 0.7425
 
 
 @register("extractive")
@@ -164,8 +168,9 @@ def _answer_part(
     Only sentences that can answer (``Pick.usable``) and carry what is asked (``Pick.carried``) compete.
     They compete on ``_rank``, the score plus a Chinese sentence's closeness in meaning
     (``W_MEANING``), and the best answers when it reaches ``floor``: a part read by meaning
-    judges that sum against the floor plus ``W_MEANING`` x ``MEANING_AT_FLOOR``, any other part
-    (English, or meaning unavailable) the score alone. No sentence: the second item says why."""
+    judges the score + ``W_MEANING_JUDGED`` x its closeness against the floor plus
+    ``W_MEANING_JUDGED`` x ``MEANING_AT_FLOOR``, any other part (English, or meaning unavailable)
+    the score alone. No sentence: the second item says why."""
     scored = score_for_part(part, request.index, vectors, reader)
     can = [p for p in scored if p.usable and lexical.normalize(p.segment.text) not in rejected]
     usable = [p for p in can if p.carried]
@@ -173,9 +178,10 @@ def _answer_part(
         return [], unanswered.uncarried(part, max(can, key=_rank, default=None))
     usable.sort(key=lambda p: -_rank(p))
     by_meaning = part.cjk and request.index.meaning is not None and not request.index.meaning.missing
-    needed = floor + (W_MEANING * MEANING_AT_FLOOR if by_meaning else 0.0)
-    if _rank(usable[0]) < needed:
-        return [], unanswered.short(part, usable[0], _rank(usable[0]), needed, by_meaning)
+    needed = floor + (W_MEANING_JUDGED * MEANING_AT_FLOOR if by_meaning else 0.0)
+    judged = usable[0].score + W_MEANING_JUDGED * usable[0].meaning if by_meaning else _rank(usable[0])
+    if judged < needed:
+        return [], unanswered.short(part, usable[0], judged, needed, by_meaning)
     fresh = [p for p in usable if _rank(p) >= COMPLEMENT_CUT * _rank(usable[0]) and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])

@@ -1,6 +1,7 @@
 """How close in meaning each evidence sentence is to a Chinese question part: multilingual e5's
 cosine, which the extractive answerer adds to each sentence's score, both to choose the sentence
-and to judge whether it answers (``extractive.W_MEANING``, ``extractive.MEANING_AT_FLOOR``).
+and to judge whether it answers (``extractive.W_MEANING``; the judgement weighs it more,
+``extractive.W_MEANING_JUDGED`` and ``MEANING_AT_FLOOR``).
 
 A question asked in a user's own words shares few words with its answer, so term coverage often
 prefers a sentence of the same section that repeats the question's words ("酒店" asked, the meal
