@@ -179,9 +179,8 @@ def _answer_part(
     usable.sort(key=lambda p: -_rank(p))
     by_meaning = part.cjk and request.index.meaning is not None and not request.index.meaning.missing
     needed = floor + (W_MEANING_JUDGED * MEANING_AT_FLOOR if by_meaning else 0.0)
-    judged = usable[0].score + W_MEANING_JUDGED * usable[0].meaning if by_meaning else _rank(usable[0])
-    if judged < needed:
-        return [], unanswered.short(part, usable[0], judged, needed, by_meaning)
+    if _judged(usable[0]) < needed:
+        return [], unanswered.short(part, usable[0], _judged(usable[0]), needed, by_meaning)
     fresh = [p for p in usable if _rank(p) >= COMPLEMENT_CUT * _rank(usable[0]) and _norm(p) not in taken]
     if fresh and fresh[0] is not usable[0]:
         usable.remove(fresh[0])
@@ -198,6 +197,12 @@ def _answer_part(
 def _rank(pick: Pick) -> float:
     """What a part's sentences are ranked and judged by: the score, plus its meaning's weight."""
     return pick.score + W_MEANING * pick.meaning
+
+
+def _judged(pick: Pick) -> float:
+    """What the best sentence is judged by: the score, plus its meaning's judgement weight (a part
+    not read by meaning has closeness 0 everywhere, so the score alone)."""
+    return pick.score + W_MEANING_JUDGED * pick.meaning
 
 
 def _norm(pick: Pick) -> str:

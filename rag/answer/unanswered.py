@@ -47,9 +47,9 @@ def uncarried(part: QuestionPart, closest: Pick | None) -> str:
     return f"no sentence holds what it asks for: the closest, {_quoted(closest)}, {what}"
 
 
-def short(part: QuestionPart, best: Pick, rank: float, needed: float, by_meaning: bool) -> str:
-    """The best sentence carries what is asked but ranks (``rank``) under what an answer needs."""
+def short(part: QuestionPart, best: Pick, judged: float, needed: float, by_meaning: bool) -> str:
+    """The best sentence carries what is asked but is judged (``judged``) under what an answer needs."""
     if part.cjk:
         how = "得分与意思相近度的加权和" if by_meaning else "得分"
-        return f"最好的句子 {_quoted(best)} 的{how}为 {rank:.3f}，低于回答所需的 {needed:.3f}"
-    return f"the best sentence, {_quoted(best)}, scores {rank:.3f}, under the {needed:.3f} an answer needs"
+        return f"最好的句子 {_quoted(best)} 的{how}为 {judged:.3f}，低于回答所需的 {needed:.3f}"
+    return f"the best sentence, {_quoted(best)}, scores {judged:.3f}, under the {needed:.3f} an answer needs"
