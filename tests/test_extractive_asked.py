@@ -92,6 +92,8 @@ def answer(kb, question: str):
         ("Who approves claims above EUR 5,000?", "finance director"),
         ("Who approves a claim of EUR 5,000?", "regional manager"),  # "up to" keeps the figure itself
         ("Who approves claims of more than EUR 1,000 but at most EUR 5,000?", "regional manager"),
+        # in other words than the rule's: the named role answers "who", the verb need not be there
+        ("Who has to sign off on a EUR 8,000 claim?", "finance director"),
     ],
 )
 def test_the_rule_for_the_asked_range_answers(kb, question, approver):
@@ -150,6 +152,23 @@ def test_the_answerer_refuses_a_sentence_that_shares_only_the_topic():
     assert picked("What is the Wi-Fi password in the Lisbon office?") == []
     assert picked("How many spaces does the car park of the Lisbon office have?") == [evidence[0].text]
     assert picked("Who is the site lead of the Lisbon office?") == [evidence[2].text]
+
+
+def test_a_who_question_is_carried_by_a_sentence_that_names_someone():
+    """ "Who VERB ...?" asks for a person: a sentence naming one (a capitalised name or role inside
+    it) carries the part as a figure carries "how much", even when it words the verb otherwise
+    ("sign off" / "approval"); one that names nobody still needs the verb."""
+    _, evidence = make_evidence(
+        [
+            "Claims above EUR 5,000 need approval from the finance director, Ines Moreau.",
+            "Claims above EUR 5,000 are paid within 10 working days.",
+        ]
+    )
+    part = question_parts("Who has to sign off on a EUR 8,000 claim?")[0]
+    assert part.wants_person and part.asked.head == {"sign"}
+    picks = score_for_part(part, EvidenceIndex([c.text for c in evidence], None))
+    assert [p.carried for p in picks] == [True, False]
+    assert not question_parts("How many claims need approval?")[0].wants_person
 
 
 def test_a_one_character_head_is_held_by_the_word_that_contains_it():

@@ -17,7 +17,8 @@ from rag.text.quantities import Quantity, asked_quantities
 from rag.text.question import QuestionAnalysis, analyse
 from rag.text.script import CJK, HAN_RE, script_of
 from rag.text.synonyms import other_words
-from rag.text.terms import question_terms
+from rag.text.terms import AnswerKind as Kind
+from rag.text.terms import asks_for, question_terms
 
 _NAME_RE = re.compile(r"\b(?:[A-Z][a-z]+[A-Z]?[a-z]*|\d+\.\d+(?:\.\d+)*)\b")
 _NOT_NAMES = frozenset("what who when where which how why is are can does do may must should i".split())
@@ -43,6 +44,9 @@ class QuestionPart:
     quantity_tokens: frozenset[str] = frozenset()  # its tokens that write them ("six", "year")
     # each Chinese word with Cilin synonyms: its tokens (the character pairs inside it), its synonyms
     synonyms: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = ()
+    # asks "who" in English: a name or role answers it (not in Chinese, which has no capitals: the
+    # name test there, a title after any 2-4 characters, reads "举行了总统" as a name)
+    wants_person: bool = False
 
     @property
     def yes_no(self) -> bool:
@@ -101,6 +105,7 @@ def _part(text: str) -> QuestionPart:
         quantities=quantities,
         quantity_tokens=frozenset().union(*(_content(q.written) for q in quantities)) & tokens,
         synonyms=_synonyms(text, tokens) if cjk and rules.on("synonyms") else (),
+        wants_person=not cjk and asks_for(text) is Kind.PERSON,
     )
 
 

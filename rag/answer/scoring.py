@@ -22,12 +22,14 @@ from rag.answer.question import QuestionPart, has_date
 from rag.answer.sentences import CJK_RE, Segment, partial_row
 from rag.answer.support import W_EMBED, W_LEXICAL, EvidenceIndex, IndexedChunk
 from rag.readers.sentence_reader import SentenceReader
+from rag.retrieval.answerability.terms import carries as holds_kind
 from rag.text import lexical
 from rag.text.amounts import outside_range
 from rag.text.asked import carries
 from rag.text.figures import holds_share, other_years
 from rag.text.quantities import covers_quantity
 from rag.text.script import CJK, script_of
+from rag.text.terms import AnswerKind as Kind
 
 PREFIX_MATCH = 6  # English words sharing this many first letters (and nearly the same length)
 MAX_SUFFIX_GAP = 2  # ... count as the same term
@@ -150,7 +152,8 @@ def _sentence_terms(part: QuestionPart, text: str, tokens: set[str], topic: froz
 
 def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
     """The factor lowering a sentence's score for what it lacks or is outside of, and whether it
-    gives the figure or date the part asks for."""
+    gives the figure or date the part asks for, or names someone where an English part asks
+    "who" (a name or role answers "Who has to sign off …?" however the sentence words the verb)."""
     no_figure = part.wants_figure and not lexical.numbers(body)
     no_date = part.wants_date and not has_date(body)
     no_share = part.wants_share and not holds_share(body)  # "50%" answers 比例, "180 元" does not
@@ -164,6 +167,7 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
     if rules.on("other-years") and other_years(part.years, body):
         factor *= OTHER_YEAR_FACTOR
     gives = (part.wants_figure and not no_figure and not no_share) or (part.wants_date and not no_date)
+    gives = gives or (part.wants_person and holds_kind(Kind.PERSON, body))
     return factor, gives
 
 

@@ -8,7 +8,9 @@ the answer is about; the other terms set its scope. The terms a sentence holds (
 a list's lead-in, its heading) are weighed by that salience: the head as much as all scope
 terms together. A sentence answers the part only when it *carries* the asked thing, holding
 over half of that weight: the head, or the figure or date the part asks for ("What is the
-hotel cap in Dublin?" / "Tier B cities (…, Dublin): USD 230 per night."), and some of the
+hotel cap in Dublin?" / "Tier B cities (…, Dublin): USD 230 per night."), or the name an English "who"
+part asks for (``rag.answer.scoring``: "need approval from the Chief Financial Officer" answers
+"Who has to sign off …?"), and some of the
 scope ("Passwords must be at least 14 characters long." holds the head of "the Wi-Fi password
 in the Dublin office" and nothing of its scope). A part without such a head is left to term
 coverage: "When may ...", "How long ...", and "which X" / "什么X" / "哪些X", whose X is a type
