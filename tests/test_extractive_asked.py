@@ -11,13 +11,14 @@ import pytest
 from answer_helpers import make_evidence
 
 from rag.answer.base import DraftRequest
-from rag.answer.extractive import select_sentences
+from rag.answer.extractive import choose_sentences, select_sentences
 from rag.answer.question import question_parts
 from rag.answer.scoring import score_for_part
 from rag.answer.sentences import partial_row, record_keys, split_sentences
 from rag.answer.support import EvidenceIndex
 from rag.ask import ask
 from rag.ingest.pipeline import UploadItem
+from rag.text import lexical
 from rag.text.amounts import Interval, outside_range, question_ranges, sentence_range
 from rag.text.asked import AnswerKind, asked_share, carries
 
@@ -152,6 +153,20 @@ def test_the_answerer_refuses_a_sentence_that_shares_only_the_topic():
     assert picked("What is the Wi-Fi password in the Lisbon office?") == []
     assert picked("How many spaces does the car park of the Lisbon office have?") == [evidence[0].text]
     assert picked("Who is the site lead of the Lisbon office?") == [evidence[2].text]
+
+
+def test_a_clitic_is_no_word_of_its_own():
+    """ "What's", "company's" and "don't" are "what", "company" and "do": a possessive matches the
+    word the evidence writes, and a question's contraction is never a term a sentence lacks."""
+    tokens = lexical.content_tokens("What's the company's policy? I don't know, can't say; at 5 o'clock")
+    assert tokens == {"company", "policy", "know", "say", "5", "o'clock"}
+    assert question_parts("Who's the site lead?")[0].asked.head == {"lead"}
+    _, evidence = make_evidence(["The Lisbon office car park has 25 spaces, booked through the front desk."])
+    request = DraftRequest(
+        "What's the password for the office wifi?", evidence, EvidenceIndex([evidence[0].text], None)
+    )
+    (gap,) = choose_sentences(request)
+    assert "'password'" in gap.why and "'what" not in gap.why, gap.why
 
 
 def test_a_who_question_is_carried_by_a_sentence_that_names_someone():

@@ -65,6 +65,7 @@ _LIGHT_HEADS = frozenset(
 _COPULAS = frozenset("is are was were".split())
 _GOVERNS = frozenset("of for on about regarding".split())
 _EN_WORD_RE = re.compile(r"[a-z0-9]+(?:['’-][a-z0-9]+)*")
+_WH_IS_RE = re.compile(r"\b(what|which|who)'s\b")  # "who's the site lead": "who is the site lead"
 _EN_YES_NO_RE = re.compile(rf"^\s*(?:{'|'.join(_EN_AUX.split())})\b", re.I)
 _ZH_YES_NO_RE = re.compile(r"(?:吗|么)[？?。]?\s*$|是否|能否|可否|是不是|能不能|可不可以|需不需要|要不要|有没有")
 _ZH_ASK = r"(?:是|为|有)?(?:什么|怎么|怎样|如何|哪些|哪个|哪里|哪儿)"
@@ -121,7 +122,7 @@ def _en_head(text: str) -> str | None:
     """The attribute of "what is the X ..." / "who is the X ...", the verb of "who VERB ...";
     none for "which X" / "what X": X names a type, and the answer names one of its kind
     ("In which regions ..." / "Portugal and Spain"), rarely the type itself."""
-    words = _EN_WORD_RE.findall(text.casefold().replace("’", "'").replace("what's", "what is"))
+    words = _EN_WORD_RE.findall(_WH_IS_RE.sub(r"\1 is", text.casefold().replace("’", "'")))
     for i, w in enumerate(words):
         copula = i + 1 < len(words) and words[i + 1] in _COPULAS
         if w in ("what", "which", "who") and copula:

@@ -39,6 +39,9 @@ _NUMBER_WORDS.update(
 _NUMBER_WORDS.update({"hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"})
 
 _WORD_RE = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
+# a clitic is no word of its own: "what's" is "what", "company's" is "company", "don't" is "do"
+_CLITIC_RE = re.compile(r"(?:n['’]t|['’](?:s|re|ve|m|ll|d))$")
+_NEGATED_BASES = {"ca": "can", "wo": "will", "sha": "shall"}  # can't, won't, shan't
 _CJK_RUN_RE = re.compile(f"[{HAN}]+")
 _NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _CJK_NUMBER_RE = re.compile(r"[零一二两三四五六七八九十百千万]+(?=[天日月年个名人次岁小时分秒周号元倍项条页家位种%％])")
@@ -49,6 +52,16 @@ def normalize(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     kept = [" " if unicodedata.category(ch)[0] in "PSZC" else ch for ch in text]
     return " ".join("".join(kept).split())
+
+
+def _base(word: str) -> str:
+    """``word`` without its clitic ("what's" -> "what", "isn't" -> "is", "won't" -> "will"); a word
+    whose apostrophe is inside it stays whole ("o'clock")."""
+    cut = _CLITIC_RE.search(word)
+    if cut is None or cut.start() == 0:
+        return word
+    base = word[: cut.start()]
+    return _NEGATED_BASES.get(base, base) if cut.group().startswith("n") else base
 
 
 def _stem(word: str) -> str:
@@ -63,7 +76,8 @@ def content_tokens(text: str) -> set[str]:
     """Content words (English) and character bigrams (CJK) of ``text``, every figure in one
     spelling (``numerals.canonical``): "三千元", "3,000 元" and "3000 元" all give the token "3000"."""
     text = canonical(unicodedata.normalize("NFKC", text)).lower()
-    tokens = {_stem(w) for w in _WORD_RE.findall(text) if w not in _STOPWORDS}
+    words = (_base(w) for w in _WORD_RE.findall(text))
+    tokens = {_stem(w) for w in words if w not in _STOPWORDS}
     for run in _CJK_RUN_RE.findall(text):
         if len(run) == 1:
             tokens.add(run)
