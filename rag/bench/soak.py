@@ -101,13 +101,14 @@ class IngestLoop:
             op = op if self.present else "add"
             if op == "add":
                 n += 1
-                self._ingest(f"soak-{n:03d}{'-zh' if n % 2 == 0 else ''}.md", 1)
+                ok = self._ingest(f"soak-{n:03d}{'-zh' if n % 2 == 0 else ''}.md", 1)
             elif op == "revise":
                 name = rng.choice(sorted(self.present))
-                self._ingest(name, self.present[name] + 1)
+                ok = self._ingest(name, self.present[name] + 1)
             else:
-                self._delete(rng.choice(sorted(self.present)))
-            done += 1
+                ok = self._delete(rng.choice(sorted(self.present)))
+            if ok or done >= len(FIRST_OPS):  # a first op that failed (the server restarting) is tried again
+                done += 1
             time.sleep(self.pause_s)
 
     def _pick(self, rng: random.Random) -> str:
@@ -123,17 +124,21 @@ class IngestLoop:
                          "s": time.perf_counter() - t, "stderr": out.stderr.strip()[-400:]})  # fmt: skip
         return out.returncode == 0
 
-    def _ingest(self, name: str, revision: int) -> None:
+    def _ingest(self, name: str, revision: int) -> bool:
         path = self.docs_dir / name
         path.write_text(doc_text(name, revision), encoding="utf-8")
-        if self._cli("add" if revision == 1 else "revise", name, ["ingest", str(path)]):
+        ok = self._cli("add" if revision == 1 else "revise", name, ["ingest", str(path)])
+        if ok:
             self.present[name] = revision
             self.deleted.discard(name)
+        return ok
 
-    def _delete(self, name: str) -> None:
-        if self._cli("delete", name, ["delete", name]):
+    def _delete(self, name: str) -> bool:
+        ok = self._cli("delete", name, ["delete", name])
+        if ok:
             del self.present[name]
             self.deleted.add(name)
+        return ok
 
     def markers(self) -> dict[str, str]:
         return {name: marker(name, rev) for name, rev in self.present.items()}
