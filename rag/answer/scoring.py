@@ -166,8 +166,11 @@ def _fit(part: QuestionPart, body: str) -> tuple[float, bool]:
         factor *= OUT_OF_RANGE_FACTOR
     if rules.on("other-years") and other_years(part.years, body):
         factor *= OTHER_YEAR_FACTOR
-    gives = (part.wants_figure and not no_figure and not no_share) or (part.wants_date and not no_date)
-    gives = gives or (part.wants_person and holds_kind(Kind.PERSON, body))
+    gives = (
+        (part.wants_figure and not no_figure and not no_share)
+        or (part.wants_date and not no_date)
+        or (part.wants_person and holds_kind(Kind.PERSON, body))
+    )
     return factor, gives
 
 

@@ -39,9 +39,11 @@ _NUMBER_WORDS.update(
 _NUMBER_WORDS.update({"hundred": "100", "thousand": "1000", "million": "1000000", "billion": "1000000000"})
 
 _WORD_RE = re.compile(r"[a-z0-9]+(?:['’.][a-z0-9]+)*")
-# a clitic is no word of its own: "what's" is "what", "company's" is "company", "don't" is "do"
-_CLITIC_RE = re.compile(r"(?:n['’]t|['’](?:s|re|ve|m|ll|d))$")
-_NEGATED_BASES = {"ca": "can", "wo": "will", "sha": "shall"}  # can't, won't, shan't
+# "I've", "I'm", "doesn't", "employee's": the tail is grammar, not a word of its own
+_CLITIC_RE = re.compile(r"['’](?:ve|m|re|ll|d|s|t)$|n['’]t$", re.I)
+# negations whose stem changes: cutting "n't" would leave "ca", "wo", "sha", "ai"
+_IRREGULAR_NEGATIONS = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
+_IRREGULAR_NEGATION_RE = re.compile(r"^(ca|wo|sha|ai)n['’]t$", re.I)
 _CJK_RUN_RE = re.compile(f"[{HAN}]+")
 _NUMBER_RE = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 _CJK_NUMBER_RE = re.compile(r"[零一二两三四五六七八九十百千万]+(?=[天日月年个名人次岁小时分秒周号元倍项条页家位种%％])")
@@ -54,14 +56,11 @@ def normalize(text: str) -> str:
     return " ".join("".join(kept).split())
 
 
-def _base(word: str) -> str:
-    """``word`` without its clitic ("what's" -> "what", "isn't" -> "is", "won't" -> "will"); a word
-    whose apostrophe is inside it stays whole ("o'clock")."""
-    cut = _CLITIC_RE.search(word)
-    if cut is None or cut.start() == 0:
-        return word
-    base = word[: cut.start()]
-    return _NEGATED_BASES.get(base, base) if cut.group().startswith("n") else base
+def uncontracted(word: str) -> str:
+    """``word`` without its clitic: "what's" -> "what", "company's" -> "company", "isn't" -> "is",
+    "won't" -> "will"; a word whose apostrophe is inside it stays whole ("o'clock")."""
+    m = _IRREGULAR_NEGATION_RE.match(word)
+    return _IRREGULAR_NEGATIONS[m.group(1).lower()] if m else _CLITIC_RE.sub("", word)
 
 
 def _stem(word: str) -> str:
@@ -76,7 +75,7 @@ def content_tokens(text: str) -> set[str]:
     """Content words (English) and character bigrams (CJK) of ``text``, every figure in one
     spelling (``numerals.canonical``): "三千元", "3,000 元" and "3000 元" all give the token "3000"."""
     text = canonical(unicodedata.normalize("NFKC", text)).lower()
-    words = (_base(w) for w in _WORD_RE.findall(text))
+    words = (uncontracted(w) for w in _WORD_RE.findall(text))
     tokens = {_stem(w) for w in words if w not in _STOPWORDS}
     for run in _CJK_RUN_RE.findall(text):
         if len(run) == 1:

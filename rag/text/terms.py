@@ -20,6 +20,7 @@ from rag.store.tokenize import tokenize
 from rag.text import figures
 from rag.text.frames import is_asked_unit, is_frame_token, is_grammar_cut, is_relation_word
 from rag.text.frequency import is_grammar
+from rag.text.lexical import uncontracted
 from rag.text.script import CJK_LETTERS, HAN_RE
 
 # Words that shape a question but are not its subject: a document rarely contains "how" or
@@ -46,11 +47,6 @@ CATEGORY_AFTER_ZH = frozenset("哪些 哪个 哪一个 哪种 哪一种 哪类 �
 _CJK_CHAR = HAN_RE
 _CJK_SCRIPTS = CJK_LETTERS
 _WORD = re.compile(rf"[{_CJK_SCRIPTS}]+|[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-# "I've", "I'm", "doesn't", "employee's": the tail is grammar, not a word to look for
-_CONTRACTION = re.compile(r"['’](?:ve|m|re|ll|d|s|t)$|n['’]t$", re.I)
-# negations whose stem changes: cutting "n't" would leave "ca", "wo", "sha", "ai" as terms
-_IRREGULAR_NEGATIONS = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
-_IRREGULAR_NEGATION = re.compile(r"^(ca|wo|sha|ai)n['’]t$", re.I)
 _LATIN_RUN = re.compile(rf"[^\W_{_CJK_SCRIPTS}]+")
 
 
@@ -91,7 +87,7 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
     grammar, hedges = "grammar-words" not in off, HEDGES_ZH if "hedges" not in off else frozenset()
     units, relations = "asked-units" not in off, "relations" not in off
     out: dict[str, str] = {}
-    words = [_CONTRACTION.sub("", _uncontracted(w)) for w in _WORD.findall(question)]
+    words = [uncontracted(w) for w in _WORD.findall(question)]  # "I've": the tail is no term
     for i, word in enumerate(words):
         if (
             word.lower() in QUESTION_WORDS_EN
@@ -120,12 +116,6 @@ def _question_terms(question: str, off: frozenset[str]) -> Mapping[str, str]:
                 continue
             out.setdefault(term, term if _CJK_CHAR.search(term) else _latin_surface(term, word))
     return MappingProxyType(out)
-
-
-def _uncontracted(word: str) -> str:
-    """A negation whose stem is no word without its tail, as the word: "can't" -> "can", "won't" -> "will"."""
-    m = _IRREGULAR_NEGATION.match(word)
-    return _IRREGULAR_NEGATIONS[m.group(1).lower()] if m else word
 
 
 def _is_grammar(word: str) -> bool:
