@@ -15,7 +15,11 @@ own words often don't, and a model fit on the originals alone learns to refuse a
 and ``squad2-en-own`` SQuAD 2.0's English ones, unanswerable ones too (``own_words.py``; only the
 questions that have a rewrite). ``policies-zh`` and ``policies-en`` (``squad.SHIPPED``) ask
 everyday documents' sections in a user's own words, and a near miss of each that no section
-answers, of the whole knowledge base.
+answers, of the whole knowledge base. ``--scope article`` asks each question of a SQuAD-shaped set
+over its own article's passages only (an everyday set's article is one organisation's documents):
+the knowledge base one source would make. Asked of the whole knowledge base, a question that
+does not name its organisation ("am I allowed to WFH yet?") is answered or refused on another
+organisation's rule as often as on its own.
 
 Prints, per set, ``refusal <set>: unanswerable refused A/N (0.xxx) · answerable refused B/M
 (0.xxx)``, the trade-off as the answerability threshold moves, and the latency per condition.
@@ -147,13 +151,26 @@ def ask(kb, rs: RefusalSet, qid: str, question: str, condition: str, settings: S
 
 
 def run_set(
-    rs: RefusalSet, settings: Settings, limit: int = 0, out: Out = print, folds: frozenset[int] = frozenset()
+    rs: RefusalSet,
+    settings: Settings,
+    limit: int = 0,
+    out: Out = print,
+    folds: frozenset[int] = frozenset(),
+    scope: str = "kb",
 ) -> SetResult:
     """Every question of ``rs`` asked as is and removed (see the module docstring); with
-    ``folds``, only the questions of those folds (``answer_reader.fold_of``)."""
+    ``folds``, only the questions of those folds (``answer_reader.fold_of``); ``scope``: ``kb``
+    (the whole knowledge base) or ``article`` (the question's own article's passages only)."""
+    if scope == "article" and not rs.squad:
+        raise DatasetError(
+            f"--scope article needs a SQuAD-shaped set (its passages named <article>-<paragraph>); {rs.name} is not.",
+            fix=f"Use it with {', '.join(n for n, s in SETS.items() if s.squad)}, or leave --scope out.",
+        )
     folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
     kb, filters, corpus = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
+    if scope == "article":
+        filters = _in_article(filters)
     answers = reference_answers(folder)
     texts = {beir_doc_name(d): f"{doc.title}\n{doc.text}" for d, doc in iter_corpus(corpus)} if answers else {}
     meta = {qid: m or {} for qid, _t, m in iter_queries(folder)} if rs.squad else {}
@@ -205,8 +222,33 @@ def _plain_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
     """As is: the whole corpus. Removed: the corpus less the question's own passages."""
     out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
     kb = ingest_beir(folder, home, default_kb_name(folder), out)
-    names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
-    return kb, lambda qid, positives: (None, {"doc_ids": names - positives}), folder
+    return kb, plain_filters({beir_doc_name(d) for d, _ in iter_corpus(folder)}), folder
+
+
+def plain_filters(names: set[str]):
+    """As is: no filter (every passage of ``names``); removed: all but the question's own passages."""
+    return lambda qid, positives: (None, {"doc_ids": names - positives})
+
+
+def article_of(doc_name: str) -> str:
+    """The article of a SQuAD-shaped set's passage (``squad.beir_view`` names it ``<article>-<paragraph>``)."""
+    return doc_name.removesuffix(".md").rsplit("-", 1)[0]
+
+
+def _in_article(filters):
+    """``filters`` narrowed to each question's own article: as is, its article's passages; removed,
+    those less its own."""
+
+    def scoped(qid: str, positives: set[str]):
+        pair = filters(qid, positives)
+        if pair is None:
+            return None
+        articles = {article_of(p) for p in positives}
+        searched = pair[0]["doc_ids"] if pair[0] else pair[1]["doc_ids"] | positives
+        own = {d for d in searched if article_of(d) in articles}
+        return {"doc_ids": own}, {"doc_ids": own - positives}
+
+    return scoped
 
 
 def _hard_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
@@ -239,6 +281,13 @@ def add_refusal_parser(bsub) -> None:
         help="only questions of these folds (stable hash of the id mod 5), e.g. 3,4: those the Chinese reader never saw",
     )
     p.add_argument(
+        "--scope",
+        choices=("kb", "article"),
+        default="kb",
+        help="kb: ask over the whole knowledge base; article: each question of a SQuAD-shaped set over its own "
+        "article's passages only (an everyday set's organisation: the knowledge base one source would make)",
+    )
+    p.add_argument(
         "--ablate",
         action="append",
         default=[],
@@ -264,7 +313,7 @@ def main(args) -> int:
     print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
     results = []
     for name in args.sets:
-        result = run_set(SETS[name], settings, args.limit, folds=args.folds)
+        result = run_set(SETS[name], settings, args.limit, folds=args.folds, scope=getattr(args, "scope", "kb"))
         print_result(result)
         results.append(result)
     if args.dump:
