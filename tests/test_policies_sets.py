@@ -103,17 +103,18 @@ def test_an_article_scope_searches_a_question_s_own_organisation_only(tmp_path):
     """``bench refusal --scope article``: an everyday question is asked over its organisation's
     documents (the knowledge base one source would make), and removed, over them less its own
     section; a set whose passages are not named by article is refused before anything is read."""
-    from rag.bench.refusal import _in_article, article_of, plain_filters, run_set
+    from rag.bench.refusal import plain_filters, run_set
 
     settings = Settings.from_env().replace(home=tmp_path / "home", bench_data=str(tmp_path / "no-bench-data"))
     folder = set_folder(SETS["policies-en"], settings)
     docs = {beir_doc_name(d): doc for d, doc in iter_corpus(folder)}
     positives = {"policies-en-3-2.md"}
-    as_is, removed = _in_article(plain_filters(set(docs)))("q", positives)
+    as_is, removed = plain_filters(set(docs), by_article=True)("q", positives)
     organisation = {docs[d].title.split(" – ")[0] for d in as_is["doc_ids"]}
     assert len(organisation) == 1 and docs["policies-en-3-2.md"].title.startswith(organisation.pop())
     assert positives < as_is["doc_ids"] and 1 < len(as_is["doc_ids"]) < len(docs) / 10
     assert removed["doc_ids"] == as_is["doc_ids"] - positives
-    assert {article_of(d) for d in as_is["doc_ids"]} == {"policies-en-3"}
+    assert {squad.article_of(d) for d in as_is["doc_ids"]} == {"policies-en-3"}
+    assert plain_filters(set(docs))("q", positives) == (None, {"doc_ids": set(docs) - positives})
     with pytest.raises(DatasetError, match="--scope article needs a SQuAD-shaped set"):
         run_set(SETS["scifact"], settings, scope="article")

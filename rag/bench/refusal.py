@@ -168,9 +168,7 @@ def run_set(
         )
     folder = set_folder(rs, settings)
     home = settings.replace(home=bench_home(settings))
-    kb, filters, corpus = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out)
-    if scope == "article":
-        filters = _in_article(filters)
+    kb, filters, corpus = _hard_kb(rs, folder, home, out) if rs.hard else _plain_kb(rs, folder, home, out, scope)
     answers = reference_answers(folder)
     texts = {beir_doc_name(d): f"{doc.title}\n{doc.text}" for d, doc in iter_corpus(corpus)} if answers else {}
     meta = {qid: m or {} for qid, _t, m in iter_queries(folder)} if rs.squad else {}
@@ -218,37 +216,29 @@ def _paraphrase(qid: str, question: str) -> str | None:
 # None to skip the question, and the BEIR folder of the corpus the knowledge base holds.
 
 
-def _plain_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
-    """As is: the whole corpus. Removed: the corpus less the question's own passages."""
+def _plain_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out, scope: str = "kb"):
+    """As is: the whole corpus (``scope`` article: the question's article). Removed: that less the
+    question's own passages."""
     out(f"{rs.name}: knowledge base '{default_kb_name(folder)}' in {home.home} (ingested once, then reused)")
     kb = ingest_beir(folder, home, default_kb_name(folder), out)
-    return kb, plain_filters({beir_doc_name(d) for d, _ in iter_corpus(folder)}), folder
+    names = {beir_doc_name(d) for d, _ in iter_corpus(folder)}
+    return kb, plain_filters(names, by_article=scope == "article"), folder
 
 
-def plain_filters(names: set[str]):
-    """As is: no filter (every passage of ``names``); removed: all but the question's own passages."""
-    return lambda qid, positives: (None, {"doc_ids": names - positives})
+def plain_filters(names: set[str], by_article: bool = False):
+    """Each question's filters (as is, removed): as is, every passage of ``names`` (no filter), or
+    with ``by_article`` its own article's (``squad.article_of``); removed, those less its own."""
+    articles: dict[str, set[str]] = {}
+    for name in names if by_article else ():
+        articles.setdefault(squad.article_of(name), set()).add(name)
 
-
-def article_of(doc_name: str) -> str:
-    """The article of a SQuAD-shaped set's passage (``squad.beir_view`` names it ``<article>-<paragraph>``)."""
-    return doc_name.removesuffix(".md").rsplit("-", 1)[0]
-
-
-def _in_article(filters):
-    """``filters`` narrowed to each question's own article: as is, its article's passages; removed,
-    those less its own."""
-
-    def scoped(qid: str, positives: set[str]):
-        pair = filters(qid, positives)
-        if pair is None:
-            return None
-        articles = {article_of(p) for p in positives}
-        searched = pair[0]["doc_ids"] if pair[0] else pair[1]["doc_ids"] | positives
-        own = {d for d in searched if article_of(d) in articles}
+    def filters(qid: str, positives: set[str]):
+        if not by_article:
+            return None, {"doc_ids": names - positives}
+        own = set().union(*(articles.get(squad.article_of(p), set()) for p in positives))
         return {"doc_ids": own}, {"doc_ids": own - positives}
 
-    return scoped
+    return filters
 
 
 def _hard_kb(rs: RefusalSet, folder: Path, home: Settings, out: Out):
@@ -313,7 +303,7 @@ def main(args) -> int:
     print(f"config {settings.fingerprint()} · reranker {settings.reranker} · fallback {settings.fallback}")
     results = []
     for name in args.sets:
-        result = run_set(SETS[name], settings, args.limit, folds=args.folds, scope=getattr(args, "scope", "kb"))
+        result = run_set(SETS[name], settings, args.limit, folds=args.folds, scope=args.scope)
         print_result(result)
         results.append(result)
     if args.dump:

@@ -130,6 +130,12 @@ def load(source: str, data: Path) -> list[SquadQuestion]:
     return out
 
 
+def article_of(doc_name: str) -> str:
+    """The article of a ``beir_view`` passage, from its name (``<source>-<article>-<paragraph>``,
+    as a document name or with its ``.md``)."""
+    return doc_name.removesuffix(".md").rsplit("-", 1)[0]
+
+
 def beir_view(source: str, data: Path, out_dir: Path) -> Path:
     """``source`` as a BEIR-layout folder under ``out_dir`` (written once; rewritten when missing),
     for ``bench refusal``: one document per paragraph (``<article>-<paragraph>``, titled by its
