@@ -120,6 +120,7 @@ def test_cjk_fit_with_the_reader_uses_only_questions_the_reader_never_saw_as_its
     from dataclasses import replace
 
     from rag.bench.answer_reader import READER_FOLDS, fold_of
+    from rag.bench.fit_answerability import READER_FEATURES
     from rag.retrieval.answerability.model import FEATURES
 
     rng = random.Random(3)
@@ -135,7 +136,7 @@ def test_cjk_fit_with_the_reader_uses_only_questions_the_reader_never_saw_as_its
     assert set(models) == {"cjk/reader"}  # the shipped cjk model is not touched
     assert models["cjk/reader"]["provenance"]["questions"] == held < 400
     assert "reader" in models["cjk/reader"]["features"]
-    plain = fit([replace(r, features={k: v for k, v in r.features.items() if k != "reader"}) for r in rows])
+    plain = fit([replace(r, features={k: v for k, v in r.features.items() if k not in READER_FEATURES}) for r in rows])
     assert "reader" not in plain["cjk"]["features"] and plain["cjk"]["provenance"]["questions"] == 400
     assert models["cjk/reader"]["provenance"]["cv5_auc"] > plain["cjk"]["provenance"]["cv5_auc"]
 

@@ -187,6 +187,10 @@ def test_the_reader_model_reads_only_everyday_documents_the_sentence_reader_neve
     ]
     kept = {(r.set, r.qid[2:3], r.fold_key) for r in fit_rows(rows)["cjk/reader"]}
     assert kept == {("policies-zh", "F", f) for f in READER_FOLDS} | {("cmrc-trial", "-", f) for f in (3, 4)}
+    # fit on the sentence reader's reading alone (``--drop reader``), the same questions stay out
+    sentence_only = [replace(r, features={k: v for k, v in r.features.items() if k != "reader"}) for r in rows]
+    assert set(fit_rows(sentence_only)) == {"cjk/reader"}
+    assert {(r.set, r.qid[2:3], r.fold_key) for r in fit_rows(sentence_only)["cjk/reader"]} == kept
 
 
 def test_the_sentence_readers_everyday_step_reads_the_first_round_as_it_did(tmp_path):

@@ -167,9 +167,18 @@ def reader_read(r: Row) -> bool:
     return r.set in READER_TRAINED_ON and r.fold_key in READER_FOLDS and squad.first_round(r.set, r.qid)
 
 
+READER_FEATURES = ("reader", "reader_sentence")
+
+
+def reads(r: Row) -> bool:
+    """Whether ``r`` carries a reader's reading (either reader: ``--drop reader`` keeps the
+    sentence reader's, and a fit on it must keep out what that reader was fine-tuned on too)."""
+    return any(f in r.features for f in READER_FEATURES)
+
+
 def fit_rows(rows: list[Row], also: str = "") -> dict[str, list[Row]]:
     """Each model's rows (``latin``, ``cjk``, or ``<script>/reader`` when the rows carry the
-    reader's feature): its script's rows from its ``FIT_ON`` sets (an ``OWN_WORDS_SETS`` set's
+    readers' features, ``reads``): its script's rows from its ``FIT_ON`` sets (an ``OWN_WORDS_SETS`` set's
     folds ``READER_FOLDS`` only: the others judge the fit), and set ``also``, a set only reported
     on, such as a paraphrased one, when its questions are to be decided; with the reader, only
     the questions it was never fine-tuned on (``reader_read``)."""
@@ -183,8 +192,8 @@ def fit_rows(rows: list[Row], also: str = "") -> dict[str, list[Row]]:
             and (r.set == also or (r.set in sources and (r.set not in OWN_WORDS_SETS or r.fold_key in READER_FOLDS)))
         ]
         key = script
-        if any("reader" in r.features for r in part):
-            part = [r for r in part if "reader" in r.features and not reader_read(r)]
+        if any(reads(r) for r in part):
+            part = [r for r in part if reads(r) and not reader_read(r)]
             key = f"{script}/reader"
         if part:
             out[key] = part
